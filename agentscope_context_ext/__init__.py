@@ -1,0 +1,57 @@
+"""agentscope-context-ext: keep an AgentScope agent's context small, lossless and useful.
+
+Public API (everything a user needs is importable from here):
+
+- configuration: :class:`ContextConfig` and its sections, :func:`load_config`
+- truncation engine: :func:`truncate_text_output`, ``TRUNCATION_NOTICE_MARKER``,
+  ``DEFAULT_MAX_BYTES``, :class:`TruncationNotice`, :func:`split_notice`
+- tokens: :func:`get_token_counter`, :class:`TokenCounter`
+- workspace: :class:`ToolResultStore`, :class:`DialogStore`, :class:`DialogRef`
+- tools: :func:`make_read_file_tool`
+"""
+
+from ._version import __version__
+from .config import (
+    CompactionConfig,
+    ContextConfig,
+    LongTermMemoryConfig,
+    ToolsConfig,
+    TruncationConfig,
+    load_config,
+)
+from .errors import ConfigError, ContextExtError, WorkspaceError
+from .tokens import TokenCounter, get_token_counter
+from .tools import make_read_file_tool
+from .truncation import (
+    DEFAULT_MAX_BYTES,
+    TRUNCATION_NOTICE_MARKER,
+    TruncationNotice,
+    split_notice,
+    truncate_text_output,
+)
+from .workspace import DialogRecord, DialogRef, DialogStore, ToolResultStore
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "TRUNCATION_NOTICE_MARKER",
+    "CompactionConfig",
+    "ConfigError",
+    "ContextConfig",
+    "ContextExtError",
+    "DialogRecord",
+    "DialogRef",
+    "DialogStore",
+    "LongTermMemoryConfig",
+    "TokenCounter",
+    "ToolResultStore",
+    "ToolsConfig",
+    "TruncationConfig",
+    "TruncationNotice",
+    "WorkspaceError",
+    "__version__",
+    "get_token_counter",
+    "load_config",
+    "make_read_file_tool",
+    "split_notice",
+    "truncate_text_output",
+]

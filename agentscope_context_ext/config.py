@@ -1,0 +1,326 @@
+"""The configuration tree (SPEC 8).
+
+One pydantic model, nested by concern. Key names are public API: they appear in YAML files,
+in ``configs/default.yaml`` and in the README. Unknown keys are errors, so a typo never silently
+falls back to a default.
+
+Example:
+    .. code-block:: python
+
+        from agentscope_context_ext import ContextConfig
+
+        config = ContextConfig.from_file("configs/small-window.yaml")
+        config = ContextConfig.model_validate({"max_input_tokens": 32768})
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import ConfigError
+
+__all__ = [
+    "CompactionConfig",
+    "ContextConfig",
+    "LongTermMemoryConfig",
+    "ToolsConfig",
+    "TruncationConfig",
+    "load_config",
+    "render_yaml",
+]
+
+
+class _Section(BaseModel):
+    """Base of every config section: unknown keys are rejected, assignments are validated."""
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, use_attribute_docstrings=True
+    )
+
+
+class CompactionConfig(_Section):
+    """When and how the oldest conversation is summarised (SPEC 4)."""
+
+    enabled: bool = True
+    """Compact the conversation when it passes the trigger."""
+    trigger_ratio: float = Field(0.8, gt=0.0, le=1.0)
+    """Compact when the prompt passes this share of ``max_input_tokens``."""
+    keep_recent_ratio: float = Field(0.3, gt=0.0, lt=1.0)
+    """Keep the newest messages that fit in this share of ``max_input_tokens``."""
+    hook_point: Literal["pre_reasoning", "pre_reply"] = "pre_reasoning"
+    """Run the pipeline before every model call, or once per reply."""
+    summary_language: str = "auto"
+    """Language of the summary; ``auto`` follows the user's language."""
+    model: str | None = None
+    """Model name for summaries; ``null`` uses the agent's own model and formatter."""
+    max_summary_tokens: int = Field(2048, ge=128)
+    """Upper bound of the summary message's size in tokens."""
+
+    @model_validator(mode="after")
+    def _keep_below_trigger(self) -> CompactionConfig:
+        if self.keep_recent_ratio >= self.trigger_ratio:
+            raise ValueError(
+                f"keep_recent_ratio ({self.keep_recent_ratio}) must be smaller than "
+                f"trigger_ratio ({self.trigger_ratio}), or every compaction would trigger the next",
+            )
+        return self
+
+
+class TruncationConfig(_Section):
+    """The two stages of tool-result truncation (SPEC 3)."""
+
+    enabled: bool = True
+    """Truncate large tool results at all."""
+    recent_n: int = Field(3, ge=0)
+    """Tool-result messages this recent keep their stage-one excerpt."""
+    first_max_bytes: int = Field(51200, ge=256)
+    """Stage one: a tool result larger than this is truncated the moment it arrives."""
+    second_max_bytes: int = Field(3000, ge=128)
+    """Stage two: tool results older than ``recent_n`` are cut down to this."""
+    markdown_first_max_bytes: int = Field(102400, ge=256)
+    """Stage-one limit for Markdown files (see ``markdown_extensions``)."""
+    markdown_second_max_bytes: int = Field(51200, ge=128)
+    """Stage-two limit for Markdown files."""
+    markdown_extensions: list[str] = Field(default_factory=lambda: [".md", ".markdown", ".mdx"])
+    """File extensions that get the Markdown limits, matched on the real extension."""
+    exempt_tools: list[str] = Field(default_factory=list)
+    """Tools whose results are never truncated."""
+    retruncate: Literal["eager", "batched"] = "eager"
+    """Stage two every step (``eager``), or only when it pays off (``batched``)."""
+    retruncate_min_gain_tokens: int = Field(2000, ge=0)
+    """``batched``: re-truncate between compactions only when this many tokens are freed."""
+    max_window_share: float = Field(0.25, gt=0.0, le=1.0)
+    """One tool result never takes more than this share of ``max_input_tokens``."""
+    ttl_days: float = Field(7, gt=0)
+    """Files in ``tool_result/`` older than this many days are deleted."""
+
+    @field_validator("markdown_extensions")
+    @classmethod
+    def _normalise_extensions(cls, value: list[str]) -> list[str]:
+        normalised = []
+        for ext in value:
+            ext = ext.strip().lower()
+            if not ext or ext == ".":
+                raise ValueError("an extension cannot be empty")
+            normalised.append(ext if ext.startswith(".") else f".{ext}")
+        return normalised
+
+    @model_validator(mode="after")
+    def _second_not_above_first(self) -> TruncationConfig:
+        if self.second_max_bytes > self.first_max_bytes:
+            raise ValueError(
+                f"second_max_bytes ({self.second_max_bytes}) must not exceed "
+                f"first_max_bytes ({self.first_max_bytes})",
+            )
+        if self.markdown_second_max_bytes > self.markdown_first_max_bytes:
+            raise ValueError(
+                f"markdown_second_max_bytes ({self.markdown_second_max_bytes}) must not exceed "
+                f"markdown_first_max_bytes ({self.markdown_first_max_bytes})",
+            )
+        return self
+
+    def is_markdown(self, file_path: str | None) -> bool:
+        """Whether ``file_path`` has one of the Markdown extensions (its real suffix, any case).
+
+        Args:
+            file_path (`str | None`): The path a tool read, or ``None`` when unknown.
+        """
+        if not file_path:
+            return False
+        return Path(file_path.strip()).suffix.lower() in self.markdown_extensions
+
+    def limits_for(self, file_path: str | None) -> tuple[int, int]:
+        """The (stage one, stage two) byte limits for a result read from ``file_path``."""
+        if self.is_markdown(file_path):
+            return self.markdown_first_max_bytes, self.markdown_second_max_bytes
+        return self.first_max_bytes, self.second_max_bytes
+
+
+_HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+class LongTermMemoryConfig(_Section):
+    """``Memory.md``, daily notes, the Summarizer and daily consolidation (SPEC 7)."""
+
+    enabled: bool = True
+    """Register the memory tools and keep ``Memory.md``."""
+    summarize_on_compaction: bool = True
+    """Run the Summarizer agent over the messages each compaction removes."""
+    consolidation_time: str = "00:00"
+    """Local time (HH:MM) of the daily consolidation of notes into ``Memory.md``."""
+    backups_kept: int = Field(7, ge=1)
+    """How many backups of ``Memory.md`` to keep in ``memory/backup/``."""
+    inject_max_tokens: int = Field(2000, ge=0)
+    """At most this many tokens of ``Memory.md`` are shown in the system prompt."""
+    max_bytes: int = Field(16384, ge=1024)
+    """Consolidation keeps ``Memory.md`` under this size."""
+    model: str | None = None
+    """Model name for the Summarizer and consolidation; ``null`` uses the agent's own."""
+
+    @field_validator("consolidation_time")
+    @classmethod
+    def _check_time(cls, value: str) -> str:
+        if not _HHMM.match(value):
+            raise ValueError(f"must be a 24-hour time HH:MM, got {value!r}")
+        return value
+
+
+class ToolsConfig(_Section):
+    """Which tools ``enable_context_management`` gives the agent (SPEC 6)."""
+
+    read_file: bool = True
+    """Register ``read_file``, so the agent can read offloaded results back."""
+    dialog: bool = True
+    """Register ``read_dialog`` and ``search_dialog``."""
+    memory: bool = True
+    """Register the memory tools (when ``long_term_memory.enabled``)."""
+    allowed_roots: list[str] = Field(default_factory=list)
+    """Directories ``read_file`` may read; empty means the workspace and the current directory."""
+
+
+class ContextConfig(_Section):
+    """Everything the extension can be told (SPEC 8). Defaults are the documented ones."""
+
+    workspace: str = ".agentscope-context"
+    """Folder of ``dialog/``, ``tool_result/``, ``Memory.md`` and ``memory/``."""
+    max_input_tokens: int | None = Field(None, ge=1024)
+    """The model's input window; ``null`` looks the model up in a small table (else 131072)."""
+    tokenizer: Literal["auto", "qwen", "o200k_base", "cl100k_base", "estimate"] = "auto"
+    """Token counter; ``auto`` picks by model name (Qwen vocabulary, tiktoken, bytes/4)."""
+    media_token_cost: int = Field(1280, ge=0)
+    """Tokens counted for each image, audio or video block."""
+    calibrate_with_usage: bool = False
+    """Use the provider's reported input tokens as the base of the next count."""
+    notices: bool = True
+    """Print compaction start/finish through ``agent.print`` (console and Studio)."""
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    """When and how the oldest conversation is summarised."""
+    truncation: TruncationConfig = Field(default_factory=TruncationConfig)
+    """The two stages of tool-result truncation."""
+    long_term_memory: LongTermMemoryConfig = Field(default_factory=LongTermMemoryConfig)
+    """Memory.md, daily notes, the Summarizer and daily consolidation."""
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    """Tools given to the agent."""
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ContextConfig:
+        """Read a configuration from a YAML (``.yaml``/``.yml``) or JSON (``.json``) file.
+
+        Args:
+            path (`str | Path`): The file.
+
+        Raises:
+            `ConfigError`: The file is missing, unreadable, not a mapping, or holds an unknown
+                key or a bad value; the message names the file and the key.
+        """
+        path = Path(path)
+        try:
+            raw_text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: config file not found") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path}: is a directory, not a config file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read config file ({exc})") from None
+        try:
+            if path.suffix.lower() == ".json":
+                data = json.loads(raw_text) if raw_text.strip() else {}
+            else:
+                data = yaml.safe_load(raw_text)
+        except (yaml.YAMLError, json.JSONDecodeError) as exc:
+            reason = " ".join(str(exc).split())
+            raise ConfigError(f"{path}: not valid {_format_name(path)}: {reason}") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"{path}: the top level must be a mapping of keys, got {type(data).__name__}",
+            )
+        return _validate(data, source=str(path))
+
+    @classmethod
+    def load(cls, source: ContextConfig | dict[str, Any] | str | Path | None) -> ContextConfig:
+        """Accept any of the forms ``enable_context_management`` takes.
+
+        Args:
+            source (`ContextConfig | dict | str | Path | None`): A config, a mapping of keys, a
+                path to a YAML/JSON file, or ``None`` for the defaults.
+        """
+        if source is None:
+            return cls()
+        if isinstance(source, ContextConfig):
+            return source
+        if isinstance(source, dict):
+            return _validate(source, source="config")
+        if isinstance(source, str | Path):
+            return cls.from_file(source)
+        raise ConfigError(
+            "config must be a ContextConfig, a dict or a path to a YAML/JSON file, "
+            f"got {type(source).__name__}",
+        )
+
+
+def render_yaml(config: BaseModel | None = None, indent: int = 0) -> str:
+    """``config`` as commented YAML: every key, its value and its one-line description.
+
+    ``configs/default.yaml`` is ``render_yaml(ContextConfig())``; a test keeps them equal.
+    """
+    config = config if config is not None else ContextConfig()
+    pad = "  " * indent
+    lines: list[str] = []
+    for name, field in type(config).model_fields.items():
+        value = getattr(config, name)
+        description = (field.description or "").strip()
+        comment = description.splitlines()[0].replace("``", "") if description else ""
+        if isinstance(value, BaseModel):
+            if lines and indent == 0:
+                lines.append("")
+            lines.append(f"{pad}# {comment}")
+            lines.append(f"{pad}{name}:")
+            lines.append(render_yaml(value, indent + 1).rstrip("\n"))
+            continue
+        rendered = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True)
+        rendered = rendered.strip().removesuffix("...").strip()
+        lines.append(f"{pad}{name}: {rendered}  # {comment}")
+    return "\n".join(lines) + "\n"
+
+
+def load_config(source: ContextConfig | dict[str, Any] | str | Path | None) -> ContextConfig:
+    """Shortcut for :meth:`ContextConfig.load`."""
+    return ContextConfig.load(source)
+
+
+def _format_name(path: Path) -> str:
+    return "JSON" if path.suffix.lower() == ".json" else "YAML"
+
+
+def _validate(data: dict[str, Any], source: str) -> ContextConfig:
+    try:
+        return ContextConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from None
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    """Turn pydantic's report into lines of ``source: dotted.key: reason``."""
+    lines = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        if error["type"] == "extra_forbidden":
+            reason = "unknown key"
+        else:
+            reason = error["msg"].removeprefix("Value error, ")
+            if (
+                "input" in error
+                and error["type"] != "missing"
+                and not isinstance(error["input"], dict)
+            ):
+                reason += f" (got {error['input']!r})"
+        lines.append(f"{source}: {key}: {reason}")
+    return "\n".join(lines)

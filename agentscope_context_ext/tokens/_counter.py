@@ -1,0 +1,284 @@
+"""``TokenCounter``: exact offline token counts for text, formatted prompts and messages.
+
+A prompt is counted the way a chat template lays it out: each formatted message becomes
+``<|im_start|>{role}\\n{content}<|im_end|>\\n`` (tool calls as ``<tool_call>`` JSON lines, the
+Qwen/ChatML layout). Because the message delimiters are special tokens, no BPE merge crosses a
+message boundary, so the count of a prompt is exactly the sum of its messages' counts. That is
+what makes incremental accounting exact: a message is tokenized once, cached by id and content
+fingerprint, and a step with no new message re-tokenizes nothing.
+
+Media blocks cost ``media_token_cost`` tokens each, never their base64 length (SPEC 12.6).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from agentscope.message import Msg
+from agentscope.token import TokenCounterBase
+
+logger = logging.getLogger("agentscope_context_ext")
+
+DEFAULT_MEDIA_TOKEN_COST = 1280
+
+_TEXT_PART_TYPES = {"text", "input_text", "output_text"}
+_MEDIA_PART_TYPES = {
+    "image",
+    "image_url",
+    "input_image",
+    "audio",
+    "input_audio",
+    "video",
+    "video_url",
+    "file",
+}
+_MEDIA_KEYS = ("image", "image_url", "audio", "input_audio", "video")
+_CACHE_SIZE = 200_000
+
+
+class TokenCounter(TokenCounterBase):
+    """Counts tokens offline with one backend; also an AgentScope ``TokenCounterBase``.
+
+    Build one with :func:`agentscope_context_ext.tokens.get_token_counter`.
+
+    Args:
+        backend (`str`): ``qwen``, ``o200k_base``, ``cl100k_base`` or ``estimate``.
+        encode_count (`Callable[[str], int]`): Text -> token count for that backend.
+        media_token_cost (`int`): Tokens counted per image/audio/video block.
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        encode_count: Callable[[str], int],
+        media_token_cost: int = DEFAULT_MEDIA_TOKEN_COST,
+    ) -> None:
+        self.backend = backend
+        self.media_token_cost = media_token_cost
+        self._encode_count = encode_count
+        self._msg_cache: OrderedDict[str, tuple[tuple, int]] = OrderedDict()
+        self._tools_cache: tuple[str, int] | None = None
+        self.tokenized_messages = 0
+        """How many times a message was actually tokenized (cache misses); for tests/benchmarks."""
+
+    @property
+    def exact(self) -> bool:
+        """Whether counts come from a real vocabulary (not the bytes/4 estimate)."""
+        return self.backend != "estimate"
+
+    # ----------------------------------------------------------------- text
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text`` with this counter's vocabulary."""
+        if not text:
+            return 0
+        return self._encode_count(text)
+
+    # ------------------------------------------------------- formatted prompts
+
+    async def count(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        **kwargs: Any,
+    ) -> int:
+        """Tokens of a formatted prompt (a formatter's output) plus tool schemas.
+
+        This is the ``agentscope.token.TokenCounterBase`` interface, so a ``TokenCounter`` can be
+        passed wherever AgentScope takes a token counter.
+        """
+        return self.count_formatted(messages, tools)
+
+    def count_formatted(self, messages: Sequence[dict], tools: list[dict] | None = None) -> int:
+        """Synchronous :meth:`count`."""
+        total = sum(self.count_formatted_message(message) for message in messages)
+        return total + self.count_tools(tools)
+
+    def count_formatted_message(self, message: dict) -> int:
+        """Tokens of one formatted message (OpenAI, DashScope or Anthropic layout)."""
+        text, media = render_formatted_message(message)
+        return self.count_text(text) + media * self.media_token_cost
+
+    def count_tools(self, tools: list[dict] | None) -> int:
+        """Tokens of the tool JSON schemas as they are sent (cached while they do not change)."""
+        if not tools:
+            return 0
+        rendered = "<tools>\n" + json.dumps(tools, ensure_ascii=False, default=str) + "\n</tools>"
+        if self._tools_cache is not None and self._tools_cache[0] == rendered:
+            return self._tools_cache[1]
+        count = self.count_text(rendered)
+        self._tools_cache = (rendered, count)
+        return count
+
+    # --------------------------------------------------------------- messages
+
+    def count_msg(self, msg: Msg) -> int:
+        """Tokens of an AgentScope ``Msg`` as a formatter would send it, cached.
+
+        The cache key is the message id plus a fingerprint of its content that is O(blocks) to
+        compute (string hashes are cached by Python), so an unchanged message costs no
+        tokenization, and a message edited in place (e.g. re-truncated) is counted again.
+        """
+        fingerprint = content_fingerprint(msg)
+        cached = self._msg_cache.get(msg.id)
+        if cached is not None and cached[0] == fingerprint:
+            self._msg_cache.move_to_end(msg.id)
+            return cached[1]
+        count = sum(self.count_formatted_message(part) for part in msg_to_formatted(msg))
+        self.tokenized_messages += 1
+        self._msg_cache[msg.id] = (fingerprint, count)
+        if len(self._msg_cache) > _CACHE_SIZE:
+            self._msg_cache.popitem(last=False)
+        return count
+
+    def count_msgs(self, msgs: Iterable[Msg]) -> int:
+        """Sum of :meth:`count_msg` over ``msgs``."""
+        return sum(self.count_msg(msg) for msg in msgs)
+
+    def forget(self, msg_ids: Iterable[str]) -> None:
+        """Drop cached counts of messages that left the context."""
+        for msg_id in msg_ids:
+            self._msg_cache.pop(msg_id, None)
+
+    def __repr__(self) -> str:
+        return f"TokenCounter(backend={self.backend!r}, media_token_cost={self.media_token_cost})"
+
+
+# --------------------------------------------------------------------- rendering
+
+
+def render_formatted_message(message: dict) -> tuple[str, int]:
+    """Lay out one formatted message as chat-template text; return (text, media block count)."""
+    pieces: list[str] = []
+    media = _collect(message.get("content"), pieces)
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        pieces.append(
+            f'<tool_call>\n{{"name": {json.dumps(function.get("name"), ensure_ascii=False)}, '
+            f'"arguments": {arguments}}}\n</tool_call>'
+        )
+    role = message.get("role", "user")
+    return f"<|im_start|>{role}\n" + "\n".join(pieces) + "<|im_end|>\n", media
+
+
+def _collect(content: Any, pieces: list[str]) -> int:
+    """Append the text of ``content`` to ``pieces``; return how many media parts it holds."""
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        pieces.append(content)
+        return 0
+    if not isinstance(content, list):
+        pieces.append(json.dumps(content, ensure_ascii=False, default=str))
+        return 0
+    media = 0
+    for part in content:
+        if isinstance(part, str):
+            pieces.append(part)
+            continue
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in _TEXT_PART_TYPES or (kind is None and "text" in part):
+            pieces.append(str(part.get("text", "")))
+        elif kind == "thinking":
+            pieces.append(str(part.get("thinking", "")))
+        elif kind == "tool_use":  # Anthropic layout
+            arguments = json.dumps(part.get("input", {}), ensure_ascii=False, default=str)
+            pieces.append(
+                f'<tool_call>\n{{"name": {json.dumps(part.get("name"), ensure_ascii=False)}, '
+                f'"arguments": {arguments}}}\n</tool_call>'
+            )
+        elif kind == "tool_result":  # Anthropic layout
+            media += _collect(part.get("content"), pieces)
+        elif kind in _MEDIA_PART_TYPES or any(key in part for key in _MEDIA_KEYS):
+            media += 1
+        else:
+            pieces.append(json.dumps(part, ensure_ascii=False, default=str))
+    return media
+
+
+def msg_to_formatted(msg: Msg) -> list[dict]:
+    """The formatted messages an OpenAI/DashScope formatter makes of ``msg``, for counting.
+
+    Text and tool calls stay in one message of the sender's role; every tool result becomes a
+    ``tool`` message of its own, as the formatters lay them out.
+    """
+    if isinstance(msg.content, str):
+        return [{"role": msg.role, "content": msg.content}]
+    parts: list[dict] = []
+    tool_calls: list[dict] = []
+    results: list[dict] = []
+    for block in msg.content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "tool_use":
+            tool_calls.append(
+                {
+                    "function": {
+                        "name": block.get("name"),
+                        "arguments": json.dumps(
+                            block.get("input", {}), ensure_ascii=False, default=str
+                        ),
+                    },
+                },
+            )
+        elif kind == "tool_result":
+            output = block.get("output", "")
+            results.append({"role": "tool", "content": output})
+        else:
+            parts.append(block)
+    formatted = []
+    if parts or tool_calls:
+        formatted.append({"role": msg.role, "content": parts, "tool_calls": tool_calls})
+    return formatted + results
+
+
+def content_fingerprint(msg: Msg) -> tuple:
+    """A cheap value that changes whenever the content of ``msg`` changes."""
+    content = msg.content
+    if isinstance(content, str):
+        return (msg.role, hash(content))
+    return (msg.role, *(_block_fingerprint(block) for block in content))
+
+
+def _block_fingerprint(block: Any) -> Any:
+    if not isinstance(block, dict):
+        return hash(repr(block))
+    kind = block.get("type")
+    if kind == "text":
+        return ("t", hash(block.get("text", "")))
+    if kind == "tool_result":
+        output = block.get("output")
+        if isinstance(output, list):
+            return ("r", block.get("id"), *(_block_fingerprint(item) for item in output))
+        return ("r", block.get("id"), hash(output) if isinstance(output, str) else repr(output))
+    if kind == "tool_use":
+        return ("u", block.get("id"), block.get("name"), _input_fingerprint(block.get("input")))
+    if kind in ("image", "audio", "video"):
+        source = block.get("source") or {}
+        locator = source.get("data") or source.get("url") if isinstance(source, dict) else source
+        return (kind, hash(locator) if isinstance(locator, str) else repr(locator))
+    if kind == "thinking":
+        return ("k", hash(block.get("thinking", "")))
+    return hash(json.dumps(block, sort_keys=True, default=str))
+
+
+def _input_fingerprint(value: Any) -> Any:
+    # Tool inputs are small dicts of JSON values; hashing their strings keeps this O(size of
+    # the keys), and big string arguments hit Python's cached string hash.
+    if isinstance(value, dict):
+        return tuple((key, _input_fingerprint(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_input_fingerprint(item) for item in value)
+    if isinstance(value, str):
+        return hash(value)
+    return repr(value)

@@ -1,0 +1,5 @@
+"""Tools given to the agent (SPEC 6): ``read_file`` now; dialog and memory tools build on it."""
+
+from ._read_file import FileReader, ReadFileError, make_read_file_tool, resolve_allowed_roots
+
+__all__ = ["FileReader", "ReadFileError", "make_read_file_tool", "resolve_allowed_roots"]

@@ -1,0 +1,24 @@
+"""Tool-result truncation: the pure engine (stage one and two cuts) and its notice format."""
+
+from ._engine import (
+    DEFAULT_MAX_BYTES,
+    RETRUNCATE_SLACK_BYTES,
+    count_lines,
+    encode_text,
+    truncate_fresh,
+    truncate_text_output,
+)
+from ._notice import TRUNCATION_NOTICE_MARKER, TruncationNotice, attach_notice, split_notice
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "RETRUNCATE_SLACK_BYTES",
+    "TRUNCATION_NOTICE_MARKER",
+    "TruncationNotice",
+    "attach_notice",
+    "count_lines",
+    "encode_text",
+    "split_notice",
+    "truncate_fresh",
+    "truncate_text_output",
+]

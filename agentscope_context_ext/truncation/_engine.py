@@ -1,0 +1,261 @@
+"""Cutting text to a byte budget without losing anything (SPEC 3.1).
+
+Pure functions, no I/O: the caller saves the full text first and passes its path. The
+guarantee, checked by a property test: for any text and limit, the excerpt followed by what
+``read_file`` returns from the notice's position reproduces the original exactly.
+
+Lines are separated by ``"\\n"`` only (``"\\r\\n"`` lines keep their ``"\\r"``), the same
+definition ``read_file`` uses, so line numbers in a notice always mean the same thing.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+from ._notice import TRUNCATION_NOTICE_MARKER, TruncationNotice, attach_notice, split_notice
+
+DEFAULT_MAX_BYTES = 51200
+"""Default stage-one budget of a tool result, in encoded bytes."""
+
+RETRUNCATE_SLACK_BYTES = 100
+"""Stage two leaves an excerpt alone when it is at most this much over the new limit."""
+
+_NEWLINE = b"\n"
+
+
+def truncate_text_output(
+    text: str,
+    start_line: int = 1,
+    total_lines: int = 0,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    file_path: str | None = None,
+    encoding: str = "utf-8",
+    *,
+    start_byte: int = 0,
+) -> str:
+    """Truncate a tool output to ``max_bytes``, or re-truncate an already truncated one.
+
+    Text that ends with a notice written by this package is re-cut (stage two): the excerpt is
+    shortened, the byte count and the continuation line are rewritten, the file path and the
+    total line count stay. Any other text, including text that merely mentions
+    ``TRUNCATION_NOTICE_MARKER``, is truncated fresh (stage one).
+
+    Args:
+        text (`str`): The tool output.
+        start_line (`int`): Line of the full content where ``text`` starts (a ``read_file``
+            range may start later than 1).
+        total_lines (`int`): Lines in the full content; ``0`` counts the lines of ``text``.
+        max_bytes (`int`): Budget of the excerpt in encoded bytes.
+        file_path (`str | None`): Where the full content is, named in the notice. ``None`` when
+            the content was not saved; the notice then says so.
+        encoding (`str`): An ASCII-compatible encoding to measure bytes in.
+        start_byte (`int`): Byte offset inside ``start_line`` where ``text`` starts.
+
+    Returns:
+        `str`: ``text`` itself when it fits, otherwise excerpt + notice.
+    """
+    if split_notice(text) is not None:
+        return _retruncate(text, max_bytes=max_bytes, encoding=encoding)
+    return _truncate_fresh(
+        text,
+        start_line=start_line,
+        total_lines=total_lines,
+        max_bytes=max_bytes,
+        file_path=file_path,
+        encoding=encoding,
+        start_byte=start_byte,
+    )
+
+
+def truncate_fresh(
+    text: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    file_path: str | None = None,
+    start_line: int = 1,
+    total_lines: int = 0,
+    start_byte: int = 0,
+    encoding: str = "utf-8",
+) -> str:
+    """Stage one without the dispatch: always treat ``text`` as new output.
+
+    The post-tool hook uses this, so that a tool cannot forge a notice and make its output
+    look already truncated (and point at a file of its choosing).
+    """
+    return _truncate_fresh(
+        text,
+        start_line=start_line,
+        total_lines=total_lines,
+        max_bytes=max_bytes,
+        file_path=file_path,
+        encoding=encoding,
+        start_byte=start_byte,
+    )
+
+
+def count_lines(data: bytes | str) -> int:
+    """Lines in ``data``: newlines, plus one for a last line without a newline."""
+    newline = _NEWLINE if isinstance(data, bytes) else "\n"
+    if not data:
+        return 0
+    return data.count(newline) + (0 if data.endswith(newline) else 1)
+
+
+def _truncate_fresh(
+    text: str,
+    start_line: int,
+    total_lines: int,
+    max_bytes: int,
+    file_path: str | None,
+    encoding: str,
+    start_byte: int = 0,
+    partial_read: bool = False,
+) -> str:
+    _check_args(max_bytes, start_line, start_byte)
+    data = encode_text(text, encoding)
+    if len(data) <= max_bytes:
+        return text
+    if total_lines <= 0:
+        total_lines = start_line - 1 + count_lines(data)
+    excerpt, notice = _cut(
+        data,
+        max_bytes=max_bytes,
+        encoding=encoding,
+        file_path=file_path,
+        total_lines=total_lines,
+        start_line=start_line,
+        first_byte=start_byte,
+        partial_read=partial_read,
+    )
+    return attach_notice(excerpt, notice)
+
+
+def _retruncate(text: str, max_bytes: int, encoding: str = "utf-8") -> str:
+    """Stage two: re-cut the excerpt of an already truncated text to a smaller budget."""
+    parts = split_notice(text)
+    if parts is None:  # not ours after all: a fresh cut is the safe answer
+        return _truncate_fresh(text, 1, 0, max_bytes, None, encoding)
+    excerpt, old = parts
+    _check_args(max_bytes, old.start_line, old.first_byte)
+    data = encode_text(excerpt, encoding)
+    if len(data) <= max_bytes + RETRUNCATE_SLACK_BYTES:
+        return text
+    new_excerpt, notice = _cut(
+        data,
+        max_bytes=max_bytes,
+        encoding=encoding,
+        file_path=old.file_path,
+        total_lines=old.total_lines,
+        start_line=old.start_line,
+        first_byte=old.first_byte,
+        partial_read=False,
+    )
+    return attach_notice(new_excerpt, notice)
+
+
+def _cut(
+    data: bytes,
+    *,
+    max_bytes: int,
+    encoding: str,
+    file_path: str | None,
+    total_lines: int,
+    start_line: int,
+    first_byte: int,
+    partial_read: bool,
+) -> tuple[str, TruncationNotice]:
+    """Choose the cut in ``data`` (longer than ``max_bytes``) and describe it."""
+    cut = _char_boundary(data, max_bytes, encoding)
+    last_newline = data.rfind(_NEWLINE, 0, cut)
+    # Back up to the last complete line, unless that throws away more than half the budget
+    # (e.g. a short line followed by minified JSON): then cut inside the line; the notice
+    # carries a byte offset so that continuing loses nothing.
+    if last_newline >= 0 and last_newline + 1 >= cut // 2:
+        cut = last_newline + 1
+    excerpt_data = data[:cut]
+    newlines = excerpt_data.count(_NEWLINE)
+    next_line = start_line + newlines
+    if cut == last_newline + 1:
+        next_byte = 0
+    else:
+        line_start = excerpt_data.rfind(_NEWLINE) + 1
+        next_byte = cut - line_start + (first_byte if newlines == 0 else 0)
+    notice = TruncationNotice(
+        file_path=file_path if file_path is not None else "(not saved)",
+        total_lines=total_lines,
+        start_line=start_line,
+        first_byte=first_byte,
+        excerpt_bytes=cut,
+        next_line=next_line,
+        next_byte=next_byte,
+        partial_read=partial_read,
+    )
+    return _decode(excerpt_data, encoding), notice
+
+
+def _char_boundary(data: bytes, limit: int, encoding: str) -> int:
+    """The largest cut ``<= limit`` that does not split a character; at least one character."""
+    if _is_utf8(encoding):
+        cut = limit
+        while cut > 0 and (data[cut] & 0xC0) == 0x80:
+            cut -= 1
+        if cut == 0:  # the first character alone is over the budget: keep it whole
+            cut = 1
+            while cut < len(data) and (data[cut] & 0xC0) == 0x80:
+                cut += 1
+        return cut
+    decoder = codecs.getincrementaldecoder(encoding)(errors="surrogateescape")
+    complete = decoder.decode(data[:limit], final=False)
+    cut = len(encode_text(complete, encoding))
+    if cut == 0:
+        first = codecs.getincrementaldecoder(encoding)(errors="surrogateescape")
+        for end in range(1, len(data) + 1):
+            if first.decode(data[end - 1 : end], final=False):
+                return end
+    return cut
+
+
+def encode_text(text: str, encoding: str = "utf-8") -> bytes:
+    """Encode ``text`` for measuring and saving; never raises.
+
+    Lone surrogates (bytes that were not valid text, decoded with ``surrogateescape``) encode
+    back to the original bytes, so offsets match the file on disk; anything else that cannot be
+    encoded becomes ``?``.
+    """
+    # Lone surrogates come from bytes that were not valid text (decoded with surrogateescape);
+    # encoding them back gives the original bytes, so offsets match the file on disk.
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError:
+        try:
+            return text.encode(encoding, errors="surrogateescape")
+        except UnicodeEncodeError:
+            return text.encode(encoding, errors="replace")
+
+
+def _decode(data: bytes, encoding: str) -> str:
+    return data.decode(encoding, errors="surrogateescape")
+
+
+def _is_utf8(encoding: str) -> bool:
+    return codecs.lookup(encoding).name == "utf-8"
+
+
+def _check_args(max_bytes: int, start_line: int, start_byte: int) -> None:
+    if max_bytes < 1:
+        raise ValueError(f"max_bytes must be at least 1, got {max_bytes}")
+    if start_line < 1:
+        raise ValueError(f"start_line must be at least 1, got {start_line}")
+    if start_byte < 0:
+        raise ValueError(f"start_byte must not be negative, got {start_byte}")
+
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "RETRUNCATE_SLACK_BYTES",
+    "TRUNCATION_NOTICE_MARKER",
+    "count_lines",
+    "encode_text",
+    "truncate_fresh",
+    "truncate_text_output",
+]

@@ -1,0 +1,25 @@
+"""The file-system layer of the context (SPEC 2.2): dialog files, saved tool results, locks."""
+
+from ._dialog_store import DIALOG_DIRNAME, DialogRecord, DialogRef, DialogStore, dialog_date
+from ._files import atomic_write_bytes, atomic_write_text, ensure_directory, file_lock, is_within
+from ._tool_result_store import (
+    CLEANUP_INTERVAL_SECONDS,
+    TOOL_RESULT_DIRNAME,
+    ToolResultStore,
+)
+
+__all__ = [
+    "CLEANUP_INTERVAL_SECONDS",
+    "DIALOG_DIRNAME",
+    "TOOL_RESULT_DIRNAME",
+    "DialogRecord",
+    "DialogRef",
+    "DialogStore",
+    "ToolResultStore",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "dialog_date",
+    "ensure_directory",
+    "file_lock",
+    "is_within",
+]

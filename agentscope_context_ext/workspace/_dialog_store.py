@@ -1,0 +1,324 @@
+"""``dialog/YYYY-MM-DD.jsonl``: raw messages that compaction removed from memory (SPEC 2.2, 4.4).
+
+One ``Msg.to_dict()`` per line. Appends are flushed and fsync'ed before :meth:`append`
+returns, because the caller removes the messages from memory right after: the file is then the
+only copy. Several processes may share a workspace, so appends hold a lock and start on a fresh
+line even if a crash left a torn last line. Readers skip corrupt lines with a warning and
+de-duplicate by message id (a crash between the dialog write and the memory update replays the
+same messages on the next compaction).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from agentscope.message import Msg
+
+from ..rendering import message_text
+from ._files import ensure_directory, file_lock
+
+logger = logging.getLogger("agentscope_context_ext")
+
+DIALOG_DIRNAME = "dialog"
+_FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
+_TIMESTAMP_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class DialogRef:
+    """Where a run of saved messages is: a dialog file and an inclusive line range."""
+
+    file: str
+    """Workspace-relative path, e.g. ``dialog/2026-12-02.jsonl``."""
+    first_line: int
+    """First line (1-based) of the run."""
+    last_line: int
+    """Last line of the run."""
+
+    def __str__(self) -> str:
+        return f"{self.file} lines {self.first_line}-{self.last_line}"
+
+
+@dataclass(frozen=True)
+class DialogRecord:
+    """One saved message and where it is."""
+
+    file: str
+    """Workspace-relative path of the dialog file."""
+    line: int
+    """Line number (1-based) in that file."""
+    msg: Msg
+    """The message, as it was when it left memory."""
+
+
+def dialog_date(timestamp: object, today: date) -> date:
+    """The date a message is filed under: its own timestamp's, or ``today`` if that is invalid.
+
+    Nothing but a validated calendar date ever reaches a file name.
+    """
+    if isinstance(timestamp, str):
+        match = _TIMESTAMP_DATE_RE.match(timestamp)
+        if match:
+            try:
+                return date(int(match[1]), int(match[2]), int(match[3]))
+            except ValueError:
+                pass
+    return today
+
+
+class DialogStore:
+    """Appends messages to dated JSONL files and reads them back.
+
+    Args:
+        workspace (`str | os.PathLike`): The workspace folder.
+        today (`Callable[[], date]`): Returns today's local date; tests inject one.
+    """
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        today: Callable[[], date] = date.today,
+    ) -> None:
+        self.workspace = Path(workspace)
+        self.directory = self.workspace / DIALOG_DIRNAME
+        self._today = today
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, msgs: Sequence[Msg]) -> list[DialogRef]:
+        """Append ``msgs`` (in order) and make them durable before returning.
+
+        Messages are grouped into files by their own timestamp's date.
+
+        Returns:
+            `list[DialogRef]`: One reference per file written, with the new lines' range.
+
+        Raises:
+            `OSError`: The write failed; the caller must keep the messages in memory.
+        """
+        if not msgs:
+            return []
+        ensure_directory(self.directory)
+        today = self._today()
+        groups: dict[date, list[bytes]] = {}
+        for msg in msgs:
+            groups.setdefault(dialog_date(msg.timestamp, today), []).append(_encode_line(msg))
+        refs = []
+        with file_lock(self.directory / ".lock"):
+            for day in sorted(groups):
+                refs.append(self._append_lines(day, groups[day]))
+        return refs
+
+    def _append_lines(self, day: date, lines: list[bytes]) -> DialogRef:
+        name = f"{day.isoformat()}.jsonl"
+        path = self.directory / name
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        with os.fdopen(fd, "r+b") as handle:
+            existing = _count_lines(handle)
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            prefix = b""
+            if size:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    # A torn last line from a crash: end it, so our first line stays whole.
+                    prefix = b"\n"
+            handle.write(prefix + b"".join(lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+        return DialogRef(f"{DIALOG_DIRNAME}/{name}", existing + 1, existing + len(lines))
+
+    # ------------------------------------------------------------------ reading
+
+    def files(self) -> list[str]:
+        """Workspace-relative dialog files, newest date first."""
+        try:
+            names = [n for n in os.listdir(self.directory) if _FILE_RE.match(n)]
+        except FileNotFoundError:
+            return []
+        return [f"{DIALOG_DIRNAME}/{n}" for n in sorted(names, reverse=True)]
+
+    def line_count(self, file: str) -> int:
+        """Lines in a dialog file (0 if it does not exist)."""
+        try:
+            with open(self._resolve(file), "rb") as handle:
+                return _count_lines(handle)
+        except FileNotFoundError:
+            return 0
+
+    def iter_records(self, newest_first: bool = True) -> Iterator[DialogRecord]:
+        """Every saved message once (by id), files newest first and lines from the end.
+
+        Args:
+            newest_first (`bool`): ``False`` yields oldest file first, lines in order.
+        """
+        seen: set[str] = set()
+        files = self.files() if newest_first else list(reversed(self.files()))
+        for file in files:
+            lines = _lines_backwards if newest_first else _lines_forwards
+            for line_no, raw in lines(self._resolve(file)):
+                msg = _decode_line(raw, file, line_no)
+                if msg is None or msg.id in seen:
+                    continue
+                seen.add(msg.id)
+                yield DialogRecord(file, line_no, msg)
+
+    def message_ids(self) -> set[str]:
+        """Ids of every saved message."""
+        return {record.msg.id for record in self.iter_records()}
+
+    def read(
+        self,
+        day: str | None = None,
+        start_line: int | None = None,
+        limit: int = 50,
+    ) -> tuple[str | None, list[DialogRecord]]:
+        """Read up to ``limit`` messages of one dialog file, in file order.
+
+        Args:
+            day (`str | None`): ``YYYY-MM-DD``; ``None`` reads the newest file.
+            start_line (`int | None`): First line to read; ``None`` reads the last ``limit``
+                lines (read from the end backwards, the recommended way).
+            limit (`int`): Maximum number of lines.
+
+        Returns:
+            `tuple[str | None, list[DialogRecord]]`: The file read (``None`` when there is no
+            dialog yet) and its records.
+
+        Raises:
+            `ValueError`: ``day`` is not a date, or ``limit``/``start_line`` is not positive.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        if start_line is not None and start_line < 1:
+            raise ValueError(f"start_line must be at least 1, got {start_line}")
+        if day is None:
+            files = self.files()
+            if not files:
+                return None, []
+            file = files[0]
+        else:
+            try:
+                parsed = date.fromisoformat(day.strip())
+            except ValueError:
+                raise ValueError(f"date must look like YYYY-MM-DD, got {day!r}") from None
+            file = f"{DIALOG_DIRNAME}/{parsed.isoformat()}.jsonl"
+        path = self._resolve(file)
+        if not path.is_file():
+            return file, []
+        records = []
+        if start_line is None:
+            for line_no, raw in _lines_backwards(path):
+                msg = _decode_line(raw, file, line_no)
+                if msg is not None:
+                    records.append(DialogRecord(file, line_no, msg))
+                if len(records) >= limit:
+                    break
+            records.reverse()
+        else:
+            for line_no, raw in _lines_forwards(path):
+                if line_no < start_line:
+                    continue
+                if line_no >= start_line + limit:
+                    break
+                msg = _decode_line(raw, file, line_no)
+                if msg is not None:
+                    records.append(DialogRecord(file, line_no, msg))
+        return file, records
+
+    def search(self, query: str, limit: int = 10) -> list[DialogRecord]:
+        """Messages containing every word of ``query`` (case-insensitive), newest first."""
+        words = query.lower().split()
+        if not words:
+            raise ValueError("query must contain at least one word")
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        found = []
+        for record in self.iter_records(newest_first=True):
+            haystack = f"{record.msg.name}\n{message_text(record.msg)}".lower()
+            if all(word in haystack for word in words):
+                found.append(record)
+                if len(found) >= limit:
+                    break
+        return found
+
+    def _resolve(self, file: str) -> Path:
+        name = file.replace("\\", "/").rpartition("/")[2]
+        if not _FILE_RE.match(name):
+            raise ValueError(f"not a dialog file name: {file!r}")
+        return self.directory / name
+
+
+# ---------------------------------------------------------------------- line helpers
+
+
+def _encode_line(msg: Msg) -> bytes:
+    record = msg.to_dict()
+    try:
+        text = json.dumps(record, ensure_ascii=False, default=str)
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        # Lone surrogates cannot be UTF-8; ASCII escapes keep them exactly (json round-trips).
+        return json.dumps(record, ensure_ascii=True, default=str).encode("ascii") + b"\n"
+
+
+def _decode_line(raw: bytes, file: str, line_no: int) -> Msg | None:
+    if not raw.strip():
+        return None
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        return Msg.from_dict(data)
+    except (ValueError, KeyError, TypeError, AssertionError) as exc:
+        logger.warning("skipping corrupt line %d of %s: %s", line_no, file, exc or "invalid")
+        return None
+
+
+def _count_lines(handle) -> int:
+    handle.seek(0)
+    count = 0
+    last = b""
+    while chunk := handle.read(_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (1 if last and last != b"\n" else 0)
+
+
+def _lines_forwards(path: Path) -> Iterator[tuple[int, bytes]]:
+    with open(path, "rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            yield line_no, raw.rstrip(b"\n")
+
+
+def _lines_backwards(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Lines from the last to the first, with their 1-based numbers, reading in chunks."""
+    with open(path, "rb") as handle:
+        line_no = _count_lines(handle)
+        position = handle.seek(0, os.SEEK_END)
+        pending = b""
+        first_chunk = True
+        while position > 0:
+            size = min(_CHUNK, position)
+            position -= size
+            handle.seek(position)
+            pending = handle.read(size) + pending
+            if first_chunk:
+                first_chunk = False
+                if pending.endswith(b"\n"):
+                    pending = pending[:-1]
+            pieces = pending.split(b"\n")
+            pending = pieces[0]
+            for raw in reversed(pieces[1:]):
+                yield line_no, raw
+                line_no -= 1
+        if line_no >= 1:
+            yield line_no, pending

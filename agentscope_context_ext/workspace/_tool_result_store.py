@@ -1,0 +1,126 @@
+"""``tool_result/<uuid4hex>.txt``: the full text of every truncated tool result (SPEC 2.2, 3.2).
+
+The store writes each file atomically before the truncated excerpt replaces the original in
+memory, so a notice never points at a file that does not exist. Files live ``ttl_days``; the
+cleanup deletes only what this store could have written (regular files named like ours inside
+``tool_result/``), never follows a symlink, and runs at start and at most once an hour after.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import stat
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from ..truncation import encode_text
+from ._files import atomic_write_bytes, ensure_directory
+
+logger = logging.getLogger("agentscope_context_ext")
+
+TOOL_RESULT_DIRNAME = "tool_result"
+_NAME_RE = re.compile(r"^[0-9a-f]{32}\.txt$")
+CLEANUP_INTERVAL_SECONDS = 3600.0
+"""The running cleanup happens at most this often."""
+
+
+class ToolResultStore:
+    """Saves full tool results under ``<workspace>/tool_result/`` and expires them.
+
+    Args:
+        workspace (`str | os.PathLike`): The workspace folder (created if needed).
+        ttl_days (`float`): Age in days after which a saved result is deleted.
+        clock (`Callable[[], float]`): Returns "now" as a Unix timestamp; tests inject one.
+    """
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        ttl_days: float = 7,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if ttl_days <= 0:
+            raise ValueError(f"ttl_days must be positive, got {ttl_days}")
+        self.workspace = Path(workspace)
+        self.directory = self.workspace / TOOL_RESULT_DIRNAME
+        self.ttl_days = ttl_days
+        self._clock = clock
+        self._last_cleanup: float | None = None
+
+    def save(self, text: str) -> str:
+        """Write ``text`` to a new file and return its workspace-relative path.
+
+        Returns:
+            `str`: e.g. ``"tool_result/0f3c...e1.txt"`` (always with ``/``).
+
+        Raises:
+            `OSError`: The file could not be written (disk full, read-only workspace); nothing
+                was left behind and the caller must keep the original text.
+        """
+        ensure_directory(self.directory)
+        name = f"{uuid.uuid4().hex}.txt"
+        atomic_write_bytes(self.directory / name, encode_text(text))
+        return f"{TOOL_RESULT_DIRNAME}/{name}"
+
+    def is_own_path(self, relative_path: str) -> bool:
+        """Whether ``relative_path`` names a file this store writes (by shape, not existence)."""
+        head, _, name = relative_path.replace("\\", "/").rpartition("/")
+        return head == TOOL_RESULT_DIRNAME and bool(_NAME_RE.match(name))
+
+    def cleanup(self, ttl_days: float | None = None) -> list[str]:
+        """Delete saved results older than ``ttl_days`` (default: the store's).
+
+        Only regular files whose name is ``<32 hex>.txt`` directly inside ``tool_result/`` are
+        considered; symlinks, directories and foreign names are left alone, and nothing is
+        followed out of the folder.
+
+        Returns:
+            `list[str]`: Workspace-relative paths of the deleted files.
+        """
+        ttl = self.ttl_days if ttl_days is None else ttl_days
+        if ttl <= 0:
+            raise ValueError(f"ttl_days must be positive, got {ttl}")
+        now = self._clock()
+        self._last_cleanup = now
+        cutoff = now - ttl * 86400.0
+        removed: list[str] = []
+        try:
+            entries = list(os.scandir(self.directory))
+        except FileNotFoundError:
+            return removed
+        except OSError as exc:
+            logger.warning("TTL cleanup cannot list %s: %s", self.directory, exc)
+            return removed
+        for entry in entries:
+            if not _NAME_RE.match(entry.name):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_mtime >= cutoff:
+                continue
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                continue  # another process sharing the workspace got there first
+            except OSError as exc:
+                logger.warning("TTL cleanup cannot delete %s: %s", entry.path, exc)
+                continue
+            removed.append(f"{TOOL_RESULT_DIRNAME}/{entry.name}")
+        return removed
+
+    def maybe_cleanup(self) -> list[str] | None:
+        """Run :meth:`cleanup` if it never ran or last ran over an hour ago.
+
+        Returns:
+            `list[str] | None`: The deleted paths, or ``None`` when it was not due.
+        """
+        now = self._clock()
+        if self._last_cleanup is not None and now - self._last_cleanup < CLEANUP_INTERVAL_SECONDS:
+            return None
+        return self.cleanup()

@@ -1,0 +1,79 @@
+"""Shared fixtures: no network for any test, and access to ../shared/data."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("ACE_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+class NetworkBlockedError(RuntimeError):
+    """A test (or the code under test) tried to reach a non-loopback address."""
+
+
+def _is_loopback(host: object) -> bool:
+    if not isinstance(host, str):
+        return False
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any connection or name lookup that is not loopback (SPEC: offline tests)."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+
+    def _check(sock: socket.socket, address: object) -> None:
+        if sock.family == getattr(socket, "AF_UNIX", None):
+            return
+        host = address[0] if isinstance(address, tuple) else address
+        if not _is_loopback(host):
+            raise NetworkBlockedError(f"network access blocked in tests: {address!r}")
+
+    def connect(self: socket.socket, address: object) -> None:
+        _check(self, address)
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: object) -> int:
+        _check(self, address)
+        return real_connect_ex(self, address)
+
+    def getaddrinfo(host: object, *args: object, **kwargs: object):
+        if host is not None and not _is_loopback(host if isinstance(host, str) else ""):
+            raise NetworkBlockedError(f"name lookup blocked in tests: {host!r}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """``../shared/data``: skipped when absent, a failure when ACE_REQUIRE_SHARED_DATA=1."""
+    if not SHARED_DATA.is_dir():
+        message = f"shared data folder not found at {SHARED_DATA} (set ACE_SHARED_DATA)"
+        if os.environ.get("ACE_REQUIRE_SHARED_DATA") == "1":
+            pytest.fail(f"{message}, and ACE_REQUIRE_SHARED_DATA=1 requires it")
+        pytest.skip(message)
+    return SHARED_DATA
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A fresh workspace folder."""
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
