@@ -1,0 +1,127 @@
+"""The ``agentscope-context`` command line (SPEC 10).
+
+Exit codes: 0 ok, 2 bad input (one-line reason on stderr, no traceback), 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .._version import __version__
+from ..config import ContextConfig
+from ..errors import ConfigError, WorkspaceError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(Exception):
+    """A user mistake: reported on one line, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentscope-context",
+        description="Context management for AgentScope agents: truncation, compaction, memory.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the offline demo on a real file",
+        description="Truncate a real large file (the biggest module of the installed AgentScope) "
+        "through the engine, save it to a workspace, read it back and count tokens. Offline.",
+    )
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("agentscope-context-demo"),
+        help="output folder (default: ./agentscope-context-demo)",
+    )
+    demo.add_argument("--config", type=Path, help="YAML/JSON config file")
+    demo.add_argument("--file", type=Path, help="use this text file instead")
+
+    cleanup = commands.add_parser(
+        "cleanup",
+        help="delete saved tool results older than the TTL",
+        description="Delete tool_result/ files older than --ttl-days (default: the config's).",
+    )
+    cleanup.add_argument("workspace", type=Path, help="the workspace folder")
+    cleanup.add_argument("--ttl-days", type=float, help="age limit in days")
+    cleanup.add_argument("--config", type=Path, help="YAML/JSON config file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``agentscope-context``; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        if args.command == "demo":
+            return _cmd_demo(args)
+        if args.command == "cleanup":
+            return _cmd_cleanup(args)
+    except (BadInput, ConfigError, WorkspaceError) as exc:
+        reason = " ".join(str(exc).split())
+        print(f"agentscope-context {args.command}: {reason}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:
+        logging.getLogger("agentscope_context_ext").debug("internal error", exc_info=True)
+        print(
+            f"agentscope-context {args.command}: internal error: {exc!r} (run with -v for details)",
+            file=sys.stderr,
+        )
+        if args.verbose:
+            raise
+        return EXIT_ERROR
+    parser.error(f"unknown command {args.command}")
+    return EXIT_BAD_INPUT
+
+
+def _config(path: Path | None) -> ContextConfig:
+    return ContextConfig.from_file(path) if path else ContextConfig()
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    config = _config(args.config)
+    if args.file is not None and not args.file.is_file():
+        raise BadInput(f"--file {args.file}: not a readable file")
+    if args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out}: exists and is not a directory")
+    report = run_demo(args.out, config, args.file, sys.stdout)
+    return EXIT_OK if report.read_back_identical else EXIT_ERROR
+
+
+def _cmd_cleanup(args: argparse.Namespace) -> int:
+    from ..workspace import ToolResultStore
+
+    if not args.workspace.is_dir():
+        raise BadInput(f"{args.workspace}: not a workspace directory")
+    config = _config(args.config)
+    ttl = args.ttl_days if args.ttl_days is not None else config.truncation.ttl_days
+    if ttl <= 0:
+        raise BadInput(f"--ttl-days must be positive, got {ttl}")
+    removed = ToolResultStore(args.workspace, ttl_days=ttl).cleanup()
+    print(f"removed {len(removed)} tool result file(s) older than {ttl:g} day(s)")
+    for path in removed:
+        print(f"  {path}")
+    return EXIT_OK
