@@ -5,6 +5,7 @@ from ._engine import (
     RETRUNCATE_SLACK_BYTES,
     count_lines,
     encode_text,
+    encoded_size,
     truncate_fresh,
     truncate_text_output,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "attach_notice",
     "count_lines",
     "encode_text",
+    "encoded_size",
     "split_notice",
     "truncate_fresh",
     "truncate_text_output",

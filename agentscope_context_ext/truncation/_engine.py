@@ -21,6 +21,7 @@ RETRUNCATE_SLACK_BYTES = 100
 """Stage two leaves an excerpt alone when it is at most this much over the new limit."""
 
 _NEWLINE = b"\n"
+_MEASURE_CHUNK = 1 << 18  # characters per slice when measuring a long text's encoded size
 
 
 def truncate_text_output(
@@ -112,13 +113,15 @@ def _truncate_fresh(
     partial_read: bool = False,
 ) -> str:
     _check_args(max_bytes, start_line, start_byte)
-    data = encode_text(text, encoding)
-    if len(data) <= max_bytes:
+    if encoded_size(text, encoding) <= max_bytes:
         return text
     if total_lines <= 0:
-        total_lines = start_line - 1 + count_lines(data)
+        total_lines = start_line - 1 + count_lines(text)
+    # The cut only looks at the first max_bytes + 1 bytes; max_bytes + 1 characters encode to at
+    # least that many. Encoding only this head keeps a 100 MB output from being copied whole.
+    head = encode_text(text[: max_bytes + 1], encoding)
     excerpt, notice = _cut(
-        data,
+        head,
         max_bytes=max_bytes,
         encoding=encoding,
         file_path=file_path,
@@ -215,6 +218,16 @@ def _char_boundary(data: bytes, limit: int, encoding: str) -> int:
     return cut
 
 
+def encoded_size(text: str, encoding: str = "utf-8") -> int:
+    """Size of ``text`` once encoded, measured in chunks (no copy of the whole text)."""
+    if text.isascii():  # O(1) in CPython for ASCII-only strings
+        return len(text)
+    return sum(
+        len(encode_text(text[i : i + _MEASURE_CHUNK], encoding))
+        for i in range(0, len(text), _MEASURE_CHUNK)
+    )
+
+
 def encode_text(text: str, encoding: str = "utf-8") -> bytes:
     """Encode ``text`` for measuring and saving; never raises.
 
@@ -256,6 +269,7 @@ __all__ = [
     "TRUNCATION_NOTICE_MARKER",
     "count_lines",
     "encode_text",
+    "encoded_size",
     "truncate_fresh",
     "truncate_text_output",
 ]

@@ -1,0 +1,48 @@
+"""``python -m bench [--quick] [--only B5 ...]``: run the benchmarks, print Markdown tables and
+write ``bench/results.json`` (one object per benchmark id, each with ``target_met``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from . import b5_truncation
+
+BENCHMARKS = {"B5": b5_truncation}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (under 2 minutes)")
+    parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run these only")
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
+    args = parser.parse_args(argv)
+    results: dict[str, dict] = {}
+    started = time.perf_counter()
+    for bench_id in args.only or sorted(BENCHMARKS):
+        module = BENCHMARKS[bench_id]
+        print(f"## {bench_id}: {module.TITLE}", flush=True)
+        record = module.run(quick=args.quick)
+        results[bench_id] = record
+        print(module.table(record))
+        print(
+            f"\ntarget: {record['target']} -> {'met' if record['target_met'] else 'NOT met'}\n",
+            flush=True,
+        )
+    meta = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "quick": args.quick,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    args.out.write_text(json.dumps({"meta": meta, **results}, indent=2), encoding="utf-8")
+    print(f"results: {args.out}")
+    return 0 if all(r["target_met"] for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
