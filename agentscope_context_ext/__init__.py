@@ -7,7 +7,11 @@ Public API (everything a user needs is importable from here):
   ``DEFAULT_MAX_BYTES``, :class:`TruncationNotice`, :func:`split_notice`
 - tokens: :func:`get_token_counter`, :class:`TokenCounter`
 - workspace: :class:`ToolResultStore`, :class:`DialogStore`, :class:`DialogRef`
-- tools: :func:`make_read_file_tool`
+- tools: :func:`make_read_file_tool`, :func:`make_dialog_tools`
+- AgentScope integration: :func:`enable_context_management`, :class:`ContextManager`,
+  :class:`ContextReActAgent`, :class:`ContextMemory`, :class:`CompactSummary`
+- events: :class:`ContextEvent`, :class:`ContextStats`
+- testing: ``agentscope_context_ext.testing.ScriptedChatModel``
 """
 
 from ._version import __version__
@@ -20,8 +24,11 @@ from .config import (
     load_config,
 )
 from .errors import ConfigError, ContextExtError, WorkspaceError
+from .events import ContextEvent, ContextStats
+from .manager import ContextManager, ContextReActAgent, enable_context_management
+from .memory import CompactSummary, ContextMemory
 from .tokens import TokenCounter, get_token_counter
-from .tools import make_read_file_tool
+from .tools import make_dialog_tools, make_read_file_tool
 from .truncation import (
     DEFAULT_MAX_BYTES,
     TRUNCATION_NOTICE_MARKER,
@@ -34,10 +41,16 @@ from .workspace import DialogRecord, DialogRef, DialogStore, ToolResultStore
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "TRUNCATION_NOTICE_MARKER",
+    "CompactSummary",
     "CompactionConfig",
     "ConfigError",
     "ContextConfig",
+    "ContextEvent",
     "ContextExtError",
+    "ContextManager",
+    "ContextMemory",
+    "ContextReActAgent",
+    "ContextStats",
     "DialogRecord",
     "DialogRef",
     "DialogStore",
@@ -49,8 +62,10 @@ __all__ = [
     "TruncationNotice",
     "WorkspaceError",
     "__version__",
+    "enable_context_management",
     "get_token_counter",
     "load_config",
+    "make_dialog_tools",
     "make_read_file_tool",
     "split_notice",
     "truncate_text_output",

@@ -23,7 +23,21 @@ from ._files import atomic_write_bytes, ensure_directory
 logger = logging.getLogger("agentscope_context_ext")
 
 TOOL_RESULT_DIRNAME = "tool_result"
-_NAME_RE = re.compile(r"^[0-9a-f]{32}\.txt$")
+MEDIA_SUFFIXES = ("png", "jpg", "gif", "webp", "wav", "mp3", "mp4", "bin")
+"""Extensions of saved media copies (old images/audio/video replaced by a placeholder)."""
+_NAME_RE = re.compile(r"^[0-9a-f]{32}\.(txt|" + "|".join(MEDIA_SUFFIXES) + r")$")
+_MEDIA_TYPE_SUFFIX = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/jpg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+    "video/mp4": "mp4",
+}
 CLEANUP_INTERVAL_SECONDS = 3600.0
 """The running cleanup happens at most this often."""
 
@@ -66,6 +80,14 @@ class ToolResultStore:
         atomic_write_bytes(self.directory / name, encode_text(text))
         return f"{TOOL_RESULT_DIRNAME}/{name}"
 
+    def save_media(self, data: bytes, media_type: str) -> str:
+        """Write a media file (e.g. a decoded base64 image) and return its relative path."""
+        ensure_directory(self.directory)
+        suffix = _MEDIA_TYPE_SUFFIX.get(media_type.lower().split(";")[0].strip(), "bin")
+        name = f"{uuid.uuid4().hex}.{suffix}"
+        atomic_write_bytes(self.directory / name, data)
+        return f"{TOOL_RESULT_DIRNAME}/{name}"
+
     def is_own_path(self, relative_path: str) -> bool:
         """Whether ``relative_path`` names a file this store writes (by shape, not existence)."""
         head, _, name = relative_path.replace("\\", "/").rpartition("/")
@@ -74,7 +96,7 @@ class ToolResultStore:
     def cleanup(self, ttl_days: float | None = None) -> list[str]:
         """Delete saved results older than ``ttl_days`` (default: the store's).
 
-        Only regular files whose name is ``<32 hex>.txt`` directly inside ``tool_result/`` are
+        Only regular files whose name is ``<32 hex>.txt`` (or a media suffix) directly inside ``tool_result/`` are
         considered; symlinks, directories and foreign names are left alone, and nothing is
         followed out of the folder.
 

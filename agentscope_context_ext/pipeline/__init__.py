@@ -1,0 +1,37 @@
+"""The pre-reasoning pipeline (SPEC 3.2-4): truncation stages, token check, pair-safe cut,
+compaction and dialog saving."""
+
+from ._checker import ContextChecker, ContextCount
+from ._compactor import CompactionResult, Compactor
+from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
+from ._pipeline import ContextPipeline, PipelineParts
+from ._summary_text import (
+    ensure_critical,
+    extractive_summary,
+    merge_summaries,
+    parse_summary,
+    render_for_summary,
+    summary_language,
+)
+from ._tool_results import ToolResultTruncator, TruncationOutcome
+
+__all__ = [
+    "CompactionResult",
+    "Compactor",
+    "ContextChecker",
+    "ContextCount",
+    "ContextPipeline",
+    "CutItem",
+    "PipelineParts",
+    "ToolResultTruncator",
+    "TruncationOutcome",
+    "choose_cut",
+    "ensure_critical",
+    "extractive_summary",
+    "merge_summaries",
+    "parse_summary",
+    "render_for_summary",
+    "summary_language",
+    "tool_pairs",
+    "valid_boundaries",
+]

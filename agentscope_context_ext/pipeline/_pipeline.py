@@ -1,0 +1,353 @@
+"""The pre-reasoning pipeline (SPEC 4): ToolCallResultCompact -> ContextChecker -> Compactor ->
+SaveDialog, plus stage one for results whose ``post_acting`` hook did not fire.
+
+Order matters where data could be lost (SPEC 4.4): the raw messages are written to ``dialog/``
+(flushed and fsync'ed) before the summary is replaced, and removed from memory only after
+both. A dialog write that fails aborts the compaction and keeps every message in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from agentscope.message import Msg
+
+from ..config import ContextConfig
+from ..events import EventBus
+from ..memory import ContextMemory, DialogRange, has_tool_results
+from ..tokens import TokenCounter
+from ..workspace import DialogStore, ToolResultStore
+from ._checker import ContextChecker, ContextCount
+from ._compactor import Compactor
+from ._cut import CutItem, choose_cut, valid_boundaries
+from ._tool_results import ToolResultTruncator, TruncationOutcome
+
+logger = logging.getLogger("agentscope_context_ext")
+
+Notify = Callable[[str], Awaitable[None]]
+
+_AFTER_COMPACTION_SHARE = 0.85
+"""After a compaction the prompt must be below this share of the trigger (the no-thrash margin)."""
+_MIN_COMPACTABLE_SHARE = 0.02
+"""Compaction is pointless when less than this share of the window could be removed."""
+_RETRY_GROWTH_SHARE = 0.05
+"""After a failed compaction, retry only once the prompt grew by this share of the window."""
+
+
+@dataclass
+class PipelineParts:
+    """Everything the pipeline works with, built by ``enable_context_management``."""
+
+    config: ContextConfig
+    memory: ContextMemory
+    counter: TokenCounter
+    checker: ContextChecker
+    truncator: ToolResultTruncator
+    compactor: Compactor
+    dialog_store: DialogStore
+    tool_result_store: ToolResultStore
+    bus: EventBus
+    max_input_tokens: int
+
+
+class ContextPipeline:
+    """Runs the stages over one agent's memory. Each public method is safe to call every step."""
+
+    def __init__(self, parts: PipelineParts, notify: Notify | None = None) -> None:
+        self.parts = parts
+        self.config = parts.config
+        self.memory = parts.memory
+        self.bus = parts.bus
+        self.notify = notify
+        self._gain_cache: dict[tuple[str, str], int] = {}
+        self._failed_at: int | None = None
+        self._overflow_state: tuple[int, int] | None = None
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Compaction starts above this many prompt tokens."""
+        return int(self.config.compaction.trigger_ratio * self.parts.max_input_tokens)
+
+    # ---------------------------------------------------------------- stage one
+
+    async def run_stage_one(self) -> list[TruncationOutcome]:
+        """Stage one for every tool result that arrived since the last call."""
+        if not self.config.truncation.enabled:
+            self.memory.pending_results()
+            return []
+        done = []
+        for msg in self.memory.pending_results():
+            try:
+                outcomes = self.parts.truncator.stage_one(msg, self.memory.tool_input)
+            except Exception as exc:
+                self.memory.requeue(msg)
+                await self.bus.emit("warning", where="stage_one", error=repr(exc)[:300])
+                continue
+            self.memory.touch(msg.id)
+            for outcome in outcomes:
+                await self._emit_truncation("tool_result_truncated", outcome)
+            done.extend(outcomes)
+        return done
+
+    # ---------------------------------------------------------------- stage two
+
+    def old_result_messages(self, include_recent: bool = False) -> list[Msg]:
+        """Tool-result messages outside the last ``recent_n`` (all of them with ``include_recent``)."""
+        result_msgs = [msg for msg in self.memory.messages if has_tool_results(msg)]
+        recent = self.config.truncation.recent_n
+        if include_recent or recent == 0:
+            return result_msgs
+        return result_msgs[:-recent]
+
+    async def run_stage_two(self, force: bool = False, include_recent: bool = False) -> int:
+        """Re-truncate old results; returns tokens saved.
+
+        ``eager`` applies every step; ``batched`` only when ``force`` (a compaction is due) or
+        when the estimated gain reaches ``retruncate_min_gain_tokens``, so that the prompt
+        prefix stays byte-identical between those moments (provider prompt caching).
+        """
+        if not self.config.truncation.enabled:
+            return 0
+        truncator = self.parts.truncator
+        candidates = truncator.stage_two_candidates(self.old_result_messages(include_recent))
+        if not candidates:
+            return 0
+        if self.config.truncation.retruncate == "batched" and not force:
+            gain = sum(self._estimated_gain(msg, block) for msg, block in candidates)
+            if gain < self.config.truncation.retruncate_min_gain_tokens:
+                return 0
+        saved = 0
+        for msg, block in candidates:
+            try:
+                outcome = truncator.stage_two_block(
+                    msg, block, self.memory.tool_input(str(block.get("id")))
+                )
+            except Exception as exc:
+                await self.bus.emit("warning", where="stage_two", error=repr(exc)[:300])
+                continue
+            self._gain_cache.pop((msg.id, str(block.get("id"))), None)
+            if outcome is not None:
+                self.memory.touch(msg.id)
+                saved += outcome.tokens_before - outcome.tokens_after
+                await self._emit_truncation("tool_result_retruncated", outcome)
+        return saved
+
+    def _estimated_gain(self, msg: Msg, block: dict) -> int:
+        key = (msg.id, str(block.get("id")))
+        if key not in self._gain_cache:
+            output = block.get("output")
+            if isinstance(output, list):
+                output = "\n".join(str(b.get("text", "")) for b in output if isinstance(b, dict))
+            text = str(output or "")
+            size = len(text.encode("utf-8", errors="replace"))
+            limit = self.config.truncation.second_max_bytes
+            if size <= limit:
+                self._gain_cache[key] = 0
+            else:
+                tokens = self.parts.counter.count_text(text)
+                self._gain_cache[key] = max(0, int(tokens * (1 - limit / size)) - 80)
+        return self._gain_cache[key]
+
+    # ------------------------------------------------------------ check + compact
+
+    async def before_reasoning(self, sys_prompt: str, tools: list[dict] | None) -> ContextCount:
+        """The whole pipeline, as run before a model call."""
+        await self.run_stage_one()
+        await self._maybe_cleanup()
+        if self.config.truncation.retruncate == "eager":
+            await self.run_stage_two()
+        count = await self.count(sys_prompt, tools)
+        if self.config.truncation.retruncate == "batched":
+            due = count.total > self.trigger_tokens
+            if await self.run_stage_two(force=due):
+                count = await self.count(sys_prompt, tools)
+        if self.config.compaction.enabled and count.total > self.trigger_tokens:
+            count = await self.compact(sys_prompt, tools, count)
+        return count
+
+    async def count(self, sys_prompt: str, tools: list[dict] | None) -> ContextCount:
+        """Count the prompt now and record it in the stats."""
+        count = await self.parts.checker.count(self.memory, sys_prompt, tools)
+        stats = self.bus.stats
+        stats.last_prompt_tokens = count.total
+        stats.peak_prompt_tokens = max(stats.peak_prompt_tokens, count.total)
+        return count
+
+    async def compact(
+        self,
+        sys_prompt: str,
+        tools: list[dict] | None,
+        count: ContextCount | None = None,
+        extra_instruction: str | None = None,
+        force: bool = False,
+    ) -> ContextCount:
+        """Compact the oldest messages (if any can go) and return the new count."""
+        count = count or await self.count(sys_prompt, tools)
+        window = self.parts.max_input_tokens
+        if (
+            not force
+            and self._failed_at is not None
+            and count.total < self._failed_at + _RETRY_GROWTH_SHARE * window
+        ):
+            return await self._overflow_if_needed(count)
+        msgs = self.memory.messages
+        tokens = await self.parts.checker.message_tokens(self.memory)
+        items = [_cut_item(msg, tokens.get(msg.id, 0)) for msg in msgs]
+        # Keep the newest messages that fit in keep_recent_ratio of the window, and never so
+        # much that system prompt + summary + tail would sit near the trigger again.
+        fixed = (
+            count.system + count.tools + max(count.head, self.config.compaction.max_summary_tokens)
+        )
+        budget = min(
+            int(self.config.compaction.keep_recent_ratio * window),
+            int(self.trigger_tokens * _AFTER_COMPACTION_SHARE) - fixed,
+        )
+        cut = choose_cut(items, max(budget, 0))
+        compactable = sum(item.tokens for item in items[:cut])
+        if cut == 0 or (not force and compactable < _MIN_COMPACTABLE_SHARE * window):
+            return await self._overflow_if_needed(count)
+        await self._compact_prefix(msgs[:cut], count, len(msgs) - cut, extra_instruction)
+        count = await self.count(sys_prompt, tools)
+        # No thrashing (SPEC 4.3): if still near the trigger, cut the kept tail's tool results
+        # down too, the recent ones included.
+        if count.total > self.trigger_tokens * _AFTER_COMPACTION_SHARE and await self.run_stage_two(
+            force=True, include_recent=True
+        ):
+            count = await self.count(sys_prompt, tools)
+        return await self._overflow_if_needed(count)
+
+    async def _compact_prefix(
+        self, old: list[Msg], count: ContextCount, kept: int, extra_instruction: str | None
+    ) -> None:
+        started = time.perf_counter()
+        await self.bus.emit(
+            "compaction_started",
+            tokens_before=count.total,
+            trigger_tokens=self.trigger_tokens,
+            messages_to_compact=len(old),
+            messages_kept=kept,
+        )
+        await self._notice(
+            f"[context] {count.total:,} tokens is over the compaction trigger "
+            f"({self.trigger_tokens:,} of a {self.parts.max_input_tokens:,}-token window): "
+            f"summarising {len(old)} older message(s), keeping the newest {kept}."
+        )
+        previous = self.memory.compact_summary
+        result = await self.parts.compactor.summarize(old, previous, extra_instruction)
+        summary = result.summary
+        # SaveDialog (SPEC 4.4): raw messages to disk first, durably ...
+        try:
+            refs = self.parts.dialog_store.append(old)
+        except Exception as exc:
+            self._failed_at = count.total
+            await self.bus.emit(
+                "compaction_failed",
+                reason="dialog write failed",
+                error=repr(exc)[:300],
+                tokens=count.total,
+            )
+            await self._notice(
+                f"[context] compaction aborted: cannot save the dialog ({exc}); messages kept."
+            )
+            return
+        await self.bus.emit(
+            "dialog_saved",
+            messages=len(old),
+            refs=[str(ref) for ref in refs],
+        )
+        # ... then the summary ...
+        # The compactor carried the previous summary's references over; add the new ones.
+        new_refs = [DialogRange.from_ref(ref) for ref in refs]
+        summary = summary.model_copy(update={"dialog_refs": [*summary.dialog_refs, *new_refs]})
+        self.memory.set_summary(summary)
+        # ... and only then remove them from memory.
+        removed_ids = [msg.id for msg in old]
+        await self.memory.delete(removed_ids)
+        self.parts.counter.forget(removed_ids)
+        self._failed_at = None
+        after = await self.parts.checker.count(self.memory, "", None)
+        tokens_after = count.system + count.tools + after.head + after.messages
+        await self.bus.emit(
+            "compaction_finished",
+            tokens_before=count.total,
+            tokens_after=tokens_after,
+            messages_compacted=len(old),
+            messages_kept=kept,
+            summary_source=summary.source,
+            model_attempts=result.attempts,
+            model_failures=len(result.failures),
+            dialog_refs=[str(ref) for ref in refs],
+            seconds=round(time.perf_counter() - started, 4),
+        )
+        where = ", ".join(str(ref) for ref in refs)
+        await self._notice(
+            f"[context] compacted: {count.total:,} -> {tokens_after:,} tokens; {len(old)} message(s) "
+            f"saved to {where}, {kept} kept; summary by "
+            f"{'the model' if summary.source == 'llm' else 'extraction'}."
+        )
+
+    async def _overflow_if_needed(self, count: ContextCount) -> ContextCount:
+        if count.total <= self.trigger_tokens:
+            self._overflow_state = None
+            return count
+        state = (count.total, len(self.memory.content))
+        if self._overflow_state != state:
+            self._overflow_state = state
+            await self.bus.emit(
+                "context_overflow",
+                tokens=count.total,
+                trigger_tokens=self.trigger_tokens,
+                max_input_tokens=self.parts.max_input_tokens,
+                messages=len(self.memory.content),
+                compactable=_compactable_messages(self.memory.messages),
+            )
+        return count
+
+    async def _maybe_cleanup(self) -> None:
+        try:
+            removed = self.parts.tool_result_store.maybe_cleanup()
+        except Exception as exc:
+            await self.bus.emit("warning", where="ttl_cleanup", error=repr(exc)[:300])
+            return
+        if removed:
+            await self.bus.emit("ttl_cleanup", removed=len(removed))
+
+    async def _emit_truncation(self, kind: str, outcome: TruncationOutcome) -> None:
+        await self.bus.emit(
+            kind,  # type: ignore[arg-type]
+            tool=outcome.tool,
+            call_id=outcome.call_id,
+            path=outcome.path,
+            bytes_before=outcome.bytes_before,
+            bytes_after=outcome.bytes_after,
+            tokens_saved=outcome.tokens_before - outcome.tokens_after,
+            bytes_offloaded=outcome.bytes_offloaded,
+            media_replaced=outcome.media_replaced,
+        )
+
+    async def _notice(self, text: str) -> None:
+        if self.config.notices and self.notify is not None:
+            try:
+                await self.notify(text)
+            except Exception:
+                logger.exception("could not print a context notice")
+
+
+def _cut_item(msg: Msg, tokens: int) -> CutItem:
+    uses, results = [], []
+    if isinstance(msg.content, list):
+        for block in msg.content:
+            if isinstance(block, dict):
+                if block.get("type") == "tool_use":
+                    uses.append(str(block.get("id")))
+                elif block.get("type") == "tool_result":
+                    results.append(str(block.get("id")))
+    return CutItem(tokens, tuple(uses), tuple(results))
+
+
+def _compactable_messages(msgs: list[Msg]) -> int:
+    valid = valid_boundaries([_cut_item(msg, 0) for msg in msgs])
+    return max((i for i in range(len(msgs)) if valid[i]), default=0)
