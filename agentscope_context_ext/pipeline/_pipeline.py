@@ -205,7 +205,8 @@ class ContextPipeline:
             int(self.config.compaction.keep_recent_ratio * window),
             int(self.trigger_tokens * _AFTER_COMPACTION_SHARE) - fixed,
         )
-        cut = choose_cut(items, max(budget, 0))
+        # A forced compaction (compact_now) keeps only the newest message and what it needs.
+        cut = choose_cut(items, 0 if force else max(budget, 0))
         compactable = sum(item.tokens for item in items[:cut])
         if cut == 0 or (not force and compactable < _MIN_COMPACTABLE_SHARE * window):
             return await self._overflow_if_needed(count)

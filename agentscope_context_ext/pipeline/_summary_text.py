@@ -28,7 +28,7 @@ _MAX_ITEMS = {
 
 # "## Key Decisions", "### key decisions:", "**Next Steps**" ... -> field name
 _HEADING_RE = re.compile(
-    r"^\s{0,3}(?:#{1,6}\s*|\*\*)\s*([A-Za-z][A-Za-z \-_]*?)\s*(?:\*\*)?\s*:?\s*$"
+    r"^\s{0,3}(?:#{1,6}\s*|\*\*)\s*([A-Za-z][A-Za-z \-_]*?)\s*:?\s*(?:\*\*)?\s*:?\s*$"
 )
 _ALIASES = {
     "goal": "goal",

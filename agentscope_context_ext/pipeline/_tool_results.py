@@ -27,7 +27,13 @@ from agentscope.message import Msg, TextBlock
 from ..config import TruncationConfig
 from ..memory import result_state
 from ..tokens import TokenCounter
-from ..truncation import encoded_size, split_notice, truncate_fresh, truncate_text_output
+from ..truncation import (
+    RETRUNCATE_SLACK_BYTES,
+    encoded_size,
+    split_notice,
+    truncate_fresh,
+    truncate_text_output,
+)
 from ..workspace import ToolResultStore
 
 logger = logging.getLogger("agentscope_context_ext")
@@ -35,6 +41,8 @@ logger = logging.getLogger("agentscope_context_ext")
 _PATH_ARGUMENTS = ("file_path", "path", "filepath", "filename", "file")
 _MEDIA_TYPES = ("image", "audio", "video")
 _MAX_FIT_ROUNDS = 8
+NOTICE_RESERVE_TOKENS = 160
+"""Tokens kept free for the truncation notice when fitting an excerpt under the window cap."""
 
 
 @dataclass
@@ -141,6 +149,8 @@ class ToolResultTruncator:
                 "source_file": True,
                 "markdown": markdown,
             }
+            if fitted == text:
+                return None
             return self._apply(block, fitted, media, 1, name, source, text, before_bytes, 0)
 
         if before_bytes <= limit and self._tokens_fit(text, before_bytes):
@@ -255,21 +265,23 @@ class ToolResultTruncator:
         )
 
     def _fit(self, text: str, limit: int) -> str:
-        """Re-cut an excerpt + notice until it is within the token cap."""
+        """Re-cut an excerpt + notice until it is within the token cap.
+
+        Only the excerpt is measured, against the cap minus a fixed reserve for the notice: the
+        notice names a random file, whose token count varies, and the cut must not depend on it
+        (the same session must give the same prompts).
+        """
+        budget = max(self.max_result_tokens - NOTICE_RESERVE_TOKENS, 1)
         for _ in range(_MAX_FIT_ROUNDS):
-            tokens = self.counter.count_text(text)
-            if tokens <= self.max_result_tokens:
-                return text
             parts = split_notice(text)
             if parts is None:
                 return text
             excerpt, notice = parts
-            notice_tokens = tokens - self.counter.count_text(excerpt)
-            room = max(self.max_result_tokens - notice_tokens, 1)
-            target = int(notice.excerpt_bytes * room / max(tokens - notice_tokens, 1) * 0.95)
-            target = max(1, min(target, notice.excerpt_bytes - 101))
-            if target >= notice.excerpt_bytes or notice.excerpt_bytes <= 1:
+            tokens = self.counter.count_text(excerpt)
+            if tokens <= budget or notice.excerpt_bytes <= 1:
                 return text
+            target = int(notice.excerpt_bytes * budget / tokens * 0.95)
+            target = max(1, min(target, notice.excerpt_bytes - RETRUNCATE_SLACK_BYTES - 1))
             text = truncate_text_output(text, max_bytes=target)
         return text
 

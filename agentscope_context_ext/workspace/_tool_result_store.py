@@ -1,4 +1,4 @@
-"""``tool_result/<uuid4hex>.txt``: the full text of every truncated tool result (SPEC 2.2, 3.2).
+"""``tool_result/<32 hex>.txt``: the full text of every truncated tool result (SPEC 2.2, 3.2).
 
 The store writes each file atomically before the truncated excerpt replaces the original in
 memory, so a notice never points at a file that does not exist. Files live ``ttl_days``; the
@@ -8,12 +8,12 @@ cleanup deletes only what this store could have written (regular files named lik
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
 import stat
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,7 +66,12 @@ class ToolResultStore:
         self._last_cleanup: float | None = None
 
     def save(self, text: str) -> str:
-        """Write ``text`` to a new file and return its workspace-relative path.
+        """Write ``text`` to ``tool_result/<32 hex>.txt`` and return that relative path.
+
+        The name is a 128-bit hash of the content (the shape of a uuid4 hex): the same output
+        always gets the same path, so a resumed session produces the same prompts as an
+        uninterrupted one, and identical outputs share one file. Saving existing content again
+        refreshes its age for the TTL.
 
         Returns:
             `str`: e.g. ``"tool_result/0f3c...e1.txt"`` (always with ``/``).
@@ -75,18 +80,25 @@ class ToolResultStore:
             `OSError`: The file could not be written (disk full, read-only workspace); nothing
                 was left behind and the caller must keep the original text.
         """
+        data = encode_text(text)
+        return self._save(data, f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.txt")
+
+    def _save(self, data: bytes, name: str) -> str:
         ensure_directory(self.directory)
-        name = f"{uuid.uuid4().hex}.txt"
-        atomic_write_bytes(self.directory / name, encode_text(text))
+        path = self.directory / name
+        try:
+            if path.stat().st_size == len(data) and not path.is_symlink():
+                os.utime(path)  # same content already saved: make it young again
+                return f"{TOOL_RESULT_DIRNAME}/{name}"
+        except FileNotFoundError:
+            pass
+        atomic_write_bytes(path, data)
         return f"{TOOL_RESULT_DIRNAME}/{name}"
 
     def save_media(self, data: bytes, media_type: str) -> str:
         """Write a media file (e.g. a decoded base64 image) and return its relative path."""
-        ensure_directory(self.directory)
         suffix = _MEDIA_TYPE_SUFFIX.get(media_type.lower().split(";")[0].strip(), "bin")
-        name = f"{uuid.uuid4().hex}.{suffix}"
-        atomic_write_bytes(self.directory / name, data)
-        return f"{TOOL_RESULT_DIRNAME}/{name}"
+        return self._save(data, f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.{suffix}")
 
     def is_own_path(self, relative_path: str) -> bool:
         """Whether ``relative_path`` names a file this store writes (by shape, not existence)."""

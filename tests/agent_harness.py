@@ -1,0 +1,158 @@
+"""Helpers for tests that drive a real ReActAgent with the scripted model."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+
+from agentscope.agent import ReActAgent
+from agentscope.formatter import FormatterBase
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import Toolkit, ToolResponse
+
+from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
+
+COMPACTION_MARKER = "You compact the earlier part"
+_PATH_RE = re.compile(r"(?:tool_result|dialog)/[\w.\-]+")
+
+
+def make_text(size_bytes: int, seed: int) -> str:
+    """Deterministic log-like text of about ``size_bytes`` bytes."""
+    rng = random.Random(seed)
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "error",
+        "ok",
+        "GET",
+        "/api/items",
+        "200",
+        "503",
+        "用户",
+        "数据",
+    ]
+    lines = []
+    size = 0
+    i = 0
+    while size < size_bytes:
+        line = f"{seed}:{i:05d} " + " ".join(rng.choice(words) for _ in range(12)) + "\n"
+        lines.append(line)
+        size += len(line.encode())
+        i += 1
+    return "".join(lines)
+
+
+async def fetch(size_kb: int, seed: int) -> ToolResponse:
+    """Fetch a document of the given size.
+
+    Args:
+        size_kb (int): Size of the document in KiB.
+        seed (int): Which document.
+    """
+    return ToolResponse(content=[TextBlock(type="text", text=make_text(size_kb * 1024, seed))])
+
+
+def is_compaction_call(call: ModelCall) -> bool:
+    return any(
+        m.get("role") == "system" and COMPACTION_MARKER in str(m.get("content"))
+        for m in call.messages
+    )
+
+
+def model_summary(call: ModelCall) -> str:
+    """What a diligent compaction model answers: six sections, keeping offload paths."""
+    paths = sorted(set(_PATH_RE.findall(call.text)))
+    critical = "\n".join(f"- {p}" for p in paths[:30]) or "- (none)"
+    return (
+        "## Goal\n- Collect and analyse the documents the user asked for\n"
+        "## Constraints\n- Keep every document recoverable\n"
+        "## Progress\n- Fetched documents with the fetch tool\n"
+        "## Key Decisions\n- Work through the documents in order\n"
+        "## Next Steps\n- Continue fetching\n"
+        f"## Critical Context\n{critical}\n"
+    )
+
+
+def session_plan(
+    total_calls: int, sizes_kb: Sequence[int], seed: int = 7
+) -> list[list[tuple[int, int]]]:
+    """Steps of (size_kb, seed) calls; about every third step makes 2-3 parallel calls."""
+    rng = random.Random(seed)
+    steps: list[list[tuple[int, int]]] = []
+    made = 0
+    while made < total_calls:
+        width = rng.choice([1, 1, 2, 3]) if len(steps) % 3 == 2 else 1
+        width = min(width, total_calls - made)
+        steps.append([(sizes_kb[(made + k) % len(sizes_kb)], made + k) for k in range(width)])
+        made += width
+    return steps
+
+
+def scripted_session(
+    plan: list[list[tuple[int, int]]],
+    compaction: Callable[[ModelCall], object] = model_summary,
+    stream: bool = False,
+) -> ScriptedChatModel:
+    """A model that follows ``plan`` (one step per agent call) and answers compaction calls."""
+    state = {"step": 0}
+
+    def respond(call: ModelCall) -> object:
+        if is_compaction_call(call):
+            return compaction(call)
+        step = state["step"]
+        state["step"] += 1
+        if step < len(plan):
+            calls = [
+                tool_call("fetch", f"call-{step}-{k}", size_kb=s, seed=seed)
+                for k, (s, seed) in enumerate(plan[step])
+            ]
+            return reply(f"step {step}", *calls)
+        return "All documents fetched."
+
+    return ScriptedChatModel(respond, stream=stream)
+
+
+def make_agent(
+    model: ScriptedChatModel,
+    formatter: FormatterBase,
+    sys_prompt: str = "You are a diligent research agent.",
+) -> ReActAgent:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(fetch)
+    agent = ReActAgent(
+        name="researcher",
+        sys_prompt=sys_prompt,
+        model=model,
+        formatter=formatter,
+        toolkit=toolkit,
+        max_iters=500,
+        parallel_tool_calls=True,
+    )
+    agent.set_console_output_enabled(False)
+    return agent
+
+
+def prompt_orphans(messages: list[dict]) -> list[str]:
+    """Orphan tool calls/results in a formatted (OpenAI/DashScope layout) prompt."""
+    problems = []
+    open_calls: dict[str, int] = {}
+    for message in messages:
+        if message.get("role") == "tool":
+            call_id = str(message.get("tool_call_id"))
+            if open_calls.get(call_id, 0) == 0:
+                problems.append(f"result without call: {call_id}")
+            else:
+                open_calls[call_id] -= 1
+        for call in message.get("tool_calls") or []:
+            open_calls[str(call.get("id"))] = open_calls.get(str(call.get("id")), 0) + 1
+    problems += [f"call without result: {cid}" for cid, n in open_calls.items() if n > 0]
+    return problems
+
+
+def tool_ids(msg: Msg, kind: str) -> list[str]:
+    if not isinstance(msg.content, list):
+        return []
+    return [str(b.get("id")) for b in msg.content if isinstance(b, dict) and b.get("type") == kind]
