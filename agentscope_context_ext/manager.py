@@ -44,6 +44,7 @@ from .pipeline import (
 )
 from .tokens import get_token_counter, known_max_input_tokens
 from .tools import make_dialog_tools, make_read_file_tool
+from .usage import UsageTap
 from .workspace import DialogStore, ToolResultStore, ensure_directory
 
 logger = logging.getLogger("agentscope_context_ext")
@@ -120,6 +121,11 @@ class ContextManager:
             max_input_tokens=self.max_input_tokens,
         )
         self.pipeline = ContextPipeline(parts, notify=self._print_notice)
+        self._original_model = agent.model
+        agent.model = UsageTap(agent.model, self.pipeline.record_usage)
+        if compaction_model is self._original_model:
+            # Summaries go to the real model, so their usage is not mistaken for the agent's.
+            parts.compactor.model = self._original_model
         self._register_tools(share_tokens)
         self._register_hooks()
         self._closed = False
@@ -168,6 +174,11 @@ class ContextManager:
         for name in self._tool_names:
             if name in self.agent.toolkit.tools:
                 self.agent.toolkit.remove_tool_function(name)
+        if (
+            isinstance(self.agent.model, UsageTap)
+            and self.agent.model.inner is self._original_model
+        ):
+            self.agent.model = self._original_model
         if getattr(self.agent, "context_manager", None) is self:
             self.agent.context_manager = None
 
@@ -177,7 +188,7 @@ class ContextManager:
         started = time.perf_counter()
         try:
             await self.pipeline.run_stage_one()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the agent must keep running
             await self.bus.emit("warning", where="post_acting", error=repr(exc)[:300])
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
@@ -205,7 +216,7 @@ class ContextManager:
     def _sys_prompt(self) -> str:
         try:
             return str(self.agent.sys_prompt or "")
-        except Exception:
+        except Exception:  # noqa: BLE001 - a property that fails must not stop the check
             return ""
 
     def _tool_schemas(self) -> list[dict]:

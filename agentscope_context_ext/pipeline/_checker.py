@@ -32,11 +32,13 @@ class ContextCount:
     """The live messages."""
     tools: int
     """The tool JSON schemas."""
+    calibration: int = 0
+    """Shift learned from the provider's reported usage (``calibrate_with_usage``)."""
 
     @property
     def total(self) -> int:
         """Everything the model receives."""
-        return self.system + self.head + self.messages + self.tools
+        return self.system + self.head + self.messages + self.tools + self.calibration
 
 
 class ContextChecker:
@@ -65,7 +67,7 @@ class ContextChecker:
         if self.formatter is not None:
             try:
                 return self.counter.count_formatted(await self.formatter.format([msg]))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any formatter quirk: count the message neutrally
                 logger.debug("formatter could not format %s alone (%s)", msg.id, exc)
         return self.counter.count_msg(msg)
 

@@ -143,7 +143,7 @@ class Compactor:
                     self._call(instruction + (STRICT_SUFFIX if strict else ""), content),
                     timeout=self.timeout,
                 )
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any model failure: retry, then extract
                 result.failures.append(f"{type(exc).__name__}: {exc}"[:300])
                 continue
             parsed = parse_summary(answer)

@@ -8,6 +8,7 @@ both. A dialog write that fails aborts the compaction and keeps every message in
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -65,6 +66,19 @@ class ContextPipeline:
         self._gain_cache: dict[tuple[str, str], int] = {}
         self._failed_at: int | None = None
         self._overflow_state: tuple[int, int] | None = None
+        self.last_raw_total = 0
+        self.calibration = 0
+
+    def record_usage(self, provider_input_tokens: int) -> None:
+        """Compare the provider's count of the last prompt with ours (SPEC 5.1)."""
+        ours = self.last_raw_total
+        if ours <= 0:
+            return
+        self.bus.stats.token_count_error = round(
+            (ours - provider_input_tokens) / provider_input_tokens, 5
+        )
+        if self.config.calibrate_with_usage:
+            self.calibration = provider_input_tokens - ours
 
     @property
     def trigger_tokens(self) -> int:
@@ -82,7 +96,7 @@ class ContextPipeline:
         for msg in self.memory.pending_results():
             try:
                 outcomes = self.parts.truncator.stage_one(msg, self.memory.tool_input)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - keep the result whole, retry next step
                 self.memory.requeue(msg)
                 await self.bus.emit("warning", where="stage_one", error=repr(exc)[:300])
                 continue
@@ -125,7 +139,7 @@ class ContextPipeline:
                 outcome = truncator.stage_two_block(
                     msg, block, self.memory.tool_input(str(block.get("id")))
                 )
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - leave this block as it is
                 await self.bus.emit("warning", where="stage_two", error=repr(exc)[:300])
                 continue
             self._gain_cache.pop((msg.id, str(block.get("id"))), None)
@@ -171,6 +185,9 @@ class ContextPipeline:
     async def count(self, sys_prompt: str, tools: list[dict] | None) -> ContextCount:
         """Count the prompt now and record it in the stats."""
         count = await self.parts.checker.count(self.memory, sys_prompt, tools)
+        self.last_raw_total = count.total
+        if self.config.calibrate_with_usage and self.calibration:
+            count = dataclasses.replace(count, calibration=self.calibration)
         stats = self.bus.stats
         stats.last_prompt_tokens = count.total
         stats.peak_prompt_tokens = max(stats.peak_prompt_tokens, count.total)
@@ -242,7 +259,7 @@ class ContextPipeline:
         # SaveDialog (SPEC 4.4): raw messages to disk first, durably ...
         try:
             refs = self.parts.dialog_store.append(old)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - compaction aborted, nothing is lost
             self._failed_at = count.total
             await self.bus.emit(
                 "compaction_failed",
@@ -310,7 +327,7 @@ class ContextPipeline:
     async def _maybe_cleanup(self) -> None:
         try:
             removed = self.parts.tool_result_store.maybe_cleanup()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - cleanup must never break a step
             await self.bus.emit("warning", where="ttl_cleanup", error=repr(exc)[:300])
             return
         if removed:

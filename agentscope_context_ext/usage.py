@@ -1,0 +1,78 @@
+"""Listening to the provider's own token count (SPEC 5.1).
+
+``UsageTap`` wraps the agent's chat model and reports ``ChatResponse.usage.input_tokens`` of
+every call (streamed or not) to a callback; the manager compares it with its own count
+(``stats.token_count_error``) and, with ``calibrate_with_usage``, shifts its budget by the gap.
+Everything else is delegated to the wrapped model, including setting ``stream`` (AgentScope
+flips it temporarily during knowledge retrieval).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from agentscope.model import ChatModelBase, ChatResponse
+
+logger = logging.getLogger("agentscope_context_ext")
+
+
+class UsageTap(ChatModelBase):
+    """A transparent wrapper of a chat model that reports input-token usage.
+
+    Args:
+        inner (`ChatModelBase`): The real model.
+        on_usage (`Callable[[int], None]`): Called with ``usage.input_tokens`` of each response.
+    """
+
+    def __init__(self, inner: ChatModelBase, on_usage: Callable[[int], None]) -> None:
+        # ChatModelBase.__init__ only sets model_name/stream, which are delegated here.
+        object.__setattr__(self, "inner", inner)
+        object.__setattr__(self, "_on_usage", on_usage)
+
+    @property
+    def model_name(self) -> str:  # type: ignore[override]
+        return self.inner.model_name
+
+    @model_name.setter
+    def model_name(self, value: str) -> None:
+        self.inner.model_name = value
+
+    @property
+    def stream(self) -> bool:  # type: ignore[override]
+        return self.inner.stream
+
+    @stream.setter
+    def stream(self, value: bool) -> None:
+        self.inner.stream = value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        response = await self.inner(*args, **kwargs)
+        if inspect.isasyncgen(response):
+            return self._relay(response)
+        self._report(response)
+        return response
+
+    async def _relay(
+        self, chunks: AsyncGenerator[ChatResponse, None]
+    ) -> AsyncGenerator[ChatResponse, None]:
+        last = None
+        async for chunk in chunks:
+            last = chunk
+            yield chunk
+        self._report(last)
+
+    def _report(self, response: Any) -> None:
+        usage = getattr(response, "usage", None)
+        tokens = getattr(usage, "input_tokens", None)
+        if isinstance(tokens, int) and tokens > 0:
+            # Bookkeeping must never break a model call.
+            try:
+                self._on_usage(tokens)
+            except Exception:
+                logger.exception("usage callback failed")
