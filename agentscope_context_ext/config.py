@@ -153,7 +153,7 @@ class LongTermMemoryConfig(_Section):
     summarize_on_compaction: bool = True
     """Run the Summarizer agent over the messages each compaction removes."""
     consolidation_time: str = "00:00"
-    """Local time (HH:MM) of the daily consolidation of notes into ``Memory.md``."""
+    """Local time (HH:MM) of the daily consolidation of notes into ``Memory.md``; ``off`` disables it."""
     backups_kept: int = Field(7, ge=1)
     """How many backups of ``Memory.md`` to keep in ``memory/backup/``."""
     inject_max_tokens: int = Field(2000, ge=0)
@@ -162,12 +162,16 @@ class LongTermMemoryConfig(_Section):
     """Consolidation keeps ``Memory.md`` under this size."""
     model: str | None = None
     """Model name for the Summarizer and consolidation; ``null`` uses the agent's own."""
+    summarizer_retries: int = Field(3, ge=1, le=10)
+    """Attempts per Summarizer job before it is recorded as failed."""
+    retry_backoff_seconds: float = Field(2.0, ge=0)
+    """Wait before the n-th retry of a Summarizer job: this times 2**(n-1)."""
 
     @field_validator("consolidation_time")
     @classmethod
     def _check_time(cls, value: str) -> str:
-        if not _HHMM.match(value):
-            raise ValueError(f"must be a 24-hour time HH:MM, got {value!r}")
+        if value != "off" and not _HHMM.match(value):
+            raise ValueError(f"must be a 24-hour time HH:MM or off, got {value!r}")
         return value
 
 

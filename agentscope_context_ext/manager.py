@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,15 @@ from agentscope.model import ChatModelBase
 from .config import ContextConfig
 from .errors import ContextExtError
 from .events import ContextEvent, ContextStats, EventBus
+from .longterm import (
+    ConsolidationResult,
+    ConsolidationScheduler,
+    LongTermMemory,
+    SummarizerService,
+    SummarizerSettings,
+    consolidate,
+    last_consolidation,
+)
 from .memory import ContextMemory
 from .pipeline import (
     Compactor,
@@ -41,9 +51,10 @@ from .pipeline import (
     ContextPipeline,
     PipelineParts,
     ToolResultTruncator,
+    render_for_summary,
 )
 from .tokens import get_token_counter, known_max_input_tokens
-from .tools import make_dialog_tools, make_read_file_tool
+from .tools import make_dialog_tools, make_memory_tools, make_read_file_tool
 from .usage import UsageTap
 from .workspace import DialogStore, ToolResultStore, ensure_directory
 
@@ -51,6 +62,16 @@ logger = logging.getLogger("agentscope_context_ext")
 
 HOOK_NAME = "agentscope_context_ext"
 NOTICE_NAME = "context"
+MEMORY_BLOCK_START = "<long-term-memory>"
+MEMORY_BLOCK_END = "</long-term-memory>"
+_MEMORY_BLOCK_RE = re.compile(r"\n*<long-term-memory>.*?</long-term-memory>\n?", re.S)
+MEMORY_GUIDE = """You have a long-term memory that lasts beyond this conversation, in the workspace:
+- memory_append(text, section): a durable fact worth remembering next time, e.g. a user \
+preference (section "Personal") or a lesson from a failed attempt (section "Try-Error Notes");
+- memory_edit(old_text, new_text): correct a fact that changed;
+- daily_note(text): what you did or learned today (merged into Memory.md daily);
+- memory_read(): the whole file.
+Do not store task progress or file contents there."""
 
 
 class ContextManager:
@@ -127,6 +148,13 @@ class ContextManager:
             # Summaries go to the real model, so their usage is not mistaken for the agent's.
             parts.compactor.model = self._original_model
         self._register_tools(share_tokens)
+        self.long_term: LongTermMemory | None = None
+        self.summarizer: SummarizerService | None = None
+        self.scheduler: ConsolidationScheduler | None = None
+        self._memory_version: object = None
+        self._started = False
+        if config.long_term_memory.enabled:
+            self._setup_long_term_memory()
         self._register_hooks()
         self._closed = False
 
@@ -159,6 +187,17 @@ class ContextManager:
             force=True,
         )
 
+    async def drain(self) -> None:
+        """Wait until every pending Summarizer job is done (or recorded as failed)."""
+        if self.summarizer is not None:
+            await self.summarizer.drain()
+
+    async def consolidate_now(self) -> ConsolidationResult | None:
+        """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
+        if self.long_term is None:
+            return None
+        return await self._consolidate()
+
     async def count(self) -> ContextCount:
         """The token count of the prompt the agent would send now."""
         return await self.pipeline.count(self._sys_prompt(), self._tool_schemas())
@@ -174,6 +213,10 @@ class ContextManager:
         for name in self._tool_names:
             if name in self.agent.toolkit.tools:
                 self.agent.toolkit.remove_tool_function(name)
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        if isinstance(getattr(self.agent, "_sys_prompt", None), str):
+            self.agent._sys_prompt = _MEMORY_BLOCK_RE.sub("", self.agent._sys_prompt)
         if (
             isinstance(self.agent.model, UsageTap)
             and self.agent.model.inner is self._original_model
@@ -196,6 +239,8 @@ class ContextManager:
     async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
         started = time.perf_counter()
         try:
+            self._start_background()
+            self._refresh_memory_prompt()
             await self.pipeline.before_reasoning(self._sys_prompt(), self._tool_schemas())
         except Exception as exc:
             logger.exception("context pipeline failed")
@@ -210,6 +255,98 @@ class ContextManager:
         if incoming is not None:
             await self.memory.add(incoming)
         await self._pre_reasoning(agent, kwargs)
+
+    # --------------------------------------------------------- long-term memory
+
+    def _setup_long_term_memory(self) -> None:
+        settings = self.config.long_term_memory
+        self.long_term = LongTermMemory(self.workspace, backups_kept=settings.backups_kept)
+        if self.config.tools.memory:
+            self._register(make_memory_tools(self.long_term, self._memory_written, writer="agent"))
+        model = _compaction_model(self._original_model, settings.model)
+        self._consolidation_model = model
+        if settings.summarize_on_compaction:
+            memory = self.long_term
+            self.summarizer = SummarizerService(
+                memory,
+                model,
+                self.agent.formatter,
+                tools=lambda: make_memory_tools(memory, self._memory_written, writer="summarizer")[
+                    :3
+                ],
+                emit=self.bus.emit,
+                settings=SummarizerSettings(
+                    retries=settings.summarizer_retries,
+                    backoff_seconds=settings.retry_backoff_seconds,
+                ),
+            )
+            self.pipeline.on_compacted = self._on_compacted
+        if settings.consolidation_time != "off":
+            self.scheduler = ConsolidationScheduler(
+                settings.consolidation_time,
+                run=self._consolidate,
+                last_run=lambda: last_consolidation(self.long_term),
+            )
+
+    def _start_background(self) -> None:
+        """Resume journaled Summarizer jobs and start the daily scheduler, on the first hook
+        call (the event loop runs only from then on)."""
+        if self._started:
+            return
+        self._started = True
+        if self.summarizer is not None:
+            resumed = self.summarizer.resume_pending()
+            if resumed:
+                logger.info("resuming %d journaled summarizer job(s)", resumed)
+        if self.scheduler is not None:
+            self.scheduler.start()
+
+    async def _on_compacted(self, msgs: list[Msg]) -> None:
+        if self.summarizer is not None:
+            self.summarizer.submit(render_for_summary(msgs))
+
+    async def _memory_written(self, tool: str, details: dict[str, Any]) -> None:
+        await self.bus.emit("memory_written", tool=tool, **details)
+
+    async def _consolidate(self) -> ConsolidationResult:
+        settings = self.config.long_term_memory
+        result = await consolidate(
+            self.long_term,
+            self._consolidation_model,
+            self.agent.formatter,
+            max_bytes=settings.max_bytes,
+            on_write=self._memory_written,
+        )
+        await self.bus.emit(
+            "consolidated",
+            status=result.status,
+            notes=result.notes,
+            backup=result.backup,
+            bytes=result.bytes_after,
+        )
+        return result
+
+    def _refresh_memory_prompt(self) -> None:
+        """Put the memory guide and the current Memory.md in the system prompt, re-rendered only
+        when the file changed, so that the prompt prefix stays byte-stable."""
+        if self.long_term is None or not isinstance(getattr(self.agent, "_sys_prompt", None), str):
+            return
+        version = self.long_term.version()
+        if version == self._memory_version and MEMORY_BLOCK_START in self.agent._sys_prompt:
+            return
+        self._memory_version = version
+        base = _MEMORY_BLOCK_RE.sub("", self.agent._sys_prompt)
+        block = MEMORY_GUIDE if self.config.tools.memory else ""
+        content = self.long_term.read().strip()
+        limit = self.config.long_term_memory.inject_max_tokens
+        if content and limit > 0:
+            block += f"\n\nCurrent Memory.md:\n{_bounded_by_tokens(content, limit, self.counter.count_text)}"
+        if not block:
+            self.agent._sys_prompt = base
+            return
+        self.agent._sys_prompt = (
+            f"{base}\n\n{MEMORY_BLOCK_START}\n{block.strip()}\n{MEMORY_BLOCK_END}"
+        )
 
     # --------------------------------------------------------------- helpers
 
@@ -234,7 +371,6 @@ class ContextManager:
             self.agent.register_instance_hook("pre_reasoning", HOOK_NAME, self._pre_reasoning)
 
     def _register_tools(self, share_tokens: int) -> None:
-        toolkit = self.agent.toolkit
         tools: list[Callable] = []
         if self.config.tools.read_file:
             tools.append(
@@ -247,6 +383,10 @@ class ContextManager:
             )
         if self.config.tools.dialog:
             tools.extend(make_dialog_tools(self.dialog_store))
+        self._register(tools)
+
+    def _register(self, tools: Any) -> None:
+        toolkit = self.agent.toolkit
         for tool in tools:
             name = tool.__name__
             if name in toolkit.tools:
@@ -369,3 +509,15 @@ def _compaction_model(model: ChatModelBase, name: str | None) -> ChatModelBase:
     clone = copy.copy(model)
     clone.model_name = name
     return clone
+
+
+def _bounded_by_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:
+    """``text`` cut at a line boundary to at most ``limit`` tokens, saying so when cut."""
+    if count(text) <= limit:
+        return text
+    kept: list[str] = []
+    for line in text.split("\n"):
+        if count("\n".join([*kept, line])) > limit:
+            break
+        kept.append(line)
+    return "\n".join(kept) + "\n(... Memory.md continues: call memory_read for the rest)"

@@ -14,6 +14,8 @@ from agentscope.tool import Toolkit, ToolResponse
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
 
 COMPACTION_MARKER = "You compact the earlier part"
+SUMMARIZER_MARKER = "You maintain Memory.md"
+CONSOLIDATOR_MARKER = "You consolidate Memory.md"
 _PATH_RE = re.compile(r"(?:tool_result|dialog)/[\w.\-]+")
 
 
@@ -55,11 +57,22 @@ async def fetch(size_kb: int, seed: int) -> ToolResponse:
     return ToolResponse(content=[TextBlock(type="text", text=make_text(size_kb * 1024, seed))])
 
 
+def _system_text(call: ModelCall) -> str:
+    return "\n".join(str(m.get("content")) for m in call.messages if m.get("role") == "system")
+
+
 def is_compaction_call(call: ModelCall) -> bool:
-    return any(
-        m.get("role") == "system" and COMPACTION_MARKER in str(m.get("content"))
-        for m in call.messages
-    )
+    return COMPACTION_MARKER in _system_text(call)
+
+
+def is_background_call(call: ModelCall) -> bool:
+    """A call of the Summarizer or the consolidation agent (long-term memory)."""
+    text = _system_text(call)
+    return SUMMARIZER_MARKER in text or CONSOLIDATOR_MARKER in text
+
+
+def is_agent_call(call: ModelCall) -> bool:
+    return not is_compaction_call(call) and not is_background_call(call)
 
 
 def model_summary(call: ModelCall) -> str:
@@ -102,6 +115,8 @@ def scripted_session(
     def respond(call: ModelCall) -> object:
         if is_compaction_call(call):
             return compaction(call)
+        if is_background_call(call):
+            return "[SILENT]"
         step = state["step"]
         state["step"] += 1
         if step < len(plan):

@@ -24,6 +24,7 @@ from agentscope_context_ext import (
 from agentscope_context_ext.testing import ScriptedChatModel, reply, tool_call
 
 from agent_harness import (
+    is_agent_call,
     is_compaction_call,
     make_agent,
     make_text,
@@ -169,7 +170,7 @@ async def test_long_session_stays_in_window_without_orphans_or_loss(
     assert final.get_text_content() == "All documents fetched."
 
     counter = get_token_counter("qwen")
-    agent_calls = [c for c in model.calls if not is_compaction_call(c)]
+    agent_calls = [c for c in model.calls if is_agent_call(c)]
     assert len(agent_calls) == len(plan) + 1
     for call in agent_calls:
         assert counter.count_formatted(call.messages, call.tools) <= window
@@ -321,9 +322,7 @@ async def test_crash_between_dialog_write_and_memory_update_loses_nothing(
     with pytest.raises(Crash):
         await agent(Msg("user", "go", "user"))
 
-    fresh_model = scripted_session(
-        plan[len([c for c in model.calls if not is_compaction_call(c)]) - 1 :]
-    )
+    fresh_model = scripted_session(plan[len([c for c in model.calls if is_agent_call(c)]) - 1 :])
     fresh = make_agent(fresh_model, DashScopeChatFormatter())
     enable_context_management(fresh, {"workspace": str(workspace), "max_input_tokens": 16384})
     await session.load_session_state(session_id="s", agent=fresh)
@@ -390,17 +389,17 @@ async def test_session_reload_gives_the_same_prompts(workspace: Path, tmp_path: 
     session = JSONSession(save_dir=str(tmp_path / "sessions"))
     await session.save_session_state(session_id="s", agent=half)
 
-    done = len([c for c in half.model.calls if not is_compaction_call(c)]) - 1
+    done = len([c for c in half.model.calls if is_agent_call(c)]) - 1
     resumed_model = scripted_session(plan[done:])
     resumed = make_agent(resumed_model, DashScopeChatFormatter())
     enable_context_management(resumed, config)
     await session.load_session_state(session_id="s", agent=resumed)
     await resumed(second)
 
-    straight_tail = [c.messages for c in straight.model.calls if not is_compaction_call(c)][
+    straight_tail = [c.messages for c in straight.model.calls if is_agent_call(c)][
         -len(resumed_model.calls) :
     ]
-    resumed_prompts = [c.messages for c in resumed_model.calls if not is_compaction_call(c)]
+    resumed_prompts = [c.messages for c in resumed_model.calls if is_agent_call(c)]
     straight_tail = straight_tail[-len(resumed_prompts) :]
     expected, actual = _strip_volatile(straight_tail), _strip_volatile(resumed_prompts)
     diff = "\n".join(

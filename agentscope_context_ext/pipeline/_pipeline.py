@@ -68,6 +68,8 @@ class ContextPipeline:
         self._overflow_state: tuple[int, int] | None = None
         self.last_raw_total = 0
         self.calibration = 0
+        self.on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None
+        """Called with the messages each successful compaction removed (the Summarizer)."""
 
     def record_usage(self, provider_input_tokens: int) -> None:
         """Compare the provider's count of the last prompt with ours (SPEC 5.1)."""
@@ -300,6 +302,11 @@ class ContextPipeline:
             dialog_refs=[str(ref) for ref in refs],
             seconds=round(time.perf_counter() - started, 4),
         )
+        if self.on_compacted is not None:
+            try:
+                await self.on_compacted(old)
+            except Exception as exc:  # noqa: BLE001 - long-term notes must not undo a compaction
+                await self.bus.emit("warning", where="on_compacted", error=repr(exc)[:300])
         where = ", ".join(str(ref) for ref in refs)
         await self._notice(
             f"[context] compacted: {count.total:,} -> {tokens_after:,} tokens; {len(old)} message(s) "

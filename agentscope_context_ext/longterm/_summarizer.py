@@ -1,0 +1,215 @@
+"""The Summarizer (SPEC 7): on every compaction, a ReActAgent with the memory tools reads the
+compacted messages and records what is worth keeping beyond this conversation.
+
+It runs in the background and never blocks the agent's turn. Each job is journaled in
+``memory/jobs/<id>.json`` before it starts and removed when done, so jobs pending at a crash run
+on the next start; a failing job is retried with backoff a bounded number of times and then
+moved to ``memory/jobs/failed/`` with its errors, never lost silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentscope.agent import ReActAgent
+from agentscope.formatter import FormatterBase
+from agentscope.memory import InMemoryMemory
+from agentscope.message import Msg
+from agentscope.model import ChatModelBase
+from agentscope.tool import Toolkit
+
+from ..workspace import atomic_write_text, ensure_directory
+from ._store import LongTermMemory
+
+logger = logging.getLogger("agentscope_context_ext")
+
+SILENT = "[SILENT]"
+SUMMARIZER_PROMPT = """You maintain Memory.md, the long-term memory of an AI agent about its user \
+and its own experience. You receive an excerpt of a conversation that is leaving the agent's \
+context. Record only what will still matter in future conversations:
+
+- personal information the user gave: preferences, habits, identity facts -> \
+memory_append(text, section="Personal")
+- try-error experience: what was tried, how it failed, and what worked instead -> \
+memory_append(text, section="Try-Error Notes"), one line per lesson, e.g. \
+"pip install failed offline (no network); installing from the local wheel folder worked"
+
+Merge with what Memory.md already says (it is shown to you): never add a line that repeats one \
+that is there; if a fact changed, correct the old line with memory_edit. Do not record task \
+progress, file contents or anything that only matters for this conversation. Write in the \
+language of the conversation.
+
+When you are done, or when there is nothing new worth keeping, answer with exactly [SILENT]."""
+
+Sleep = Callable[[float], Awaitable[Any]]
+ToolsFactory = Callable[[], Sequence[Callable]]
+
+
+@dataclass
+class SummarizerSettings:
+    """How the Summarizer runs."""
+
+    retries: int = 3
+    """Attempts per job before it is recorded as failed."""
+    backoff_seconds: float = 2.0
+    """Wait before retry n is ``backoff_seconds * 2**(n-1)``."""
+    max_iters: int = 8
+    """Reasoning-acting rounds of the Summarizer agent per job."""
+
+
+class SummarizerService:
+    """Journals Summarizer jobs and runs them in the background.
+
+    Args:
+        memory (`LongTermMemory`): Where the notes go.
+        model (`ChatModelBase`): The Summarizer's model.
+        formatter (`FormatterBase`): Its formatter.
+        tools (`Callable[[], Sequence[Callable]]`): Builds the memory tools the agent gets.
+        emit (`Callable[..., Awaitable]`): Reports events (``memory_written`` comes from the tools).
+        settings (`SummarizerSettings`): Retries and backoff.
+        sleep (`Callable[[float], Awaitable]`): ``asyncio.sleep``; tests pass one that returns at once.
+    """
+
+    def __init__(
+        self,
+        memory: LongTermMemory,
+        model: ChatModelBase,
+        formatter: FormatterBase,
+        tools: ToolsFactory,
+        emit: Callable[..., Awaitable[Any]],
+        settings: SummarizerSettings | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.memory = memory
+        self.model = model
+        self.formatter = formatter
+        self.tools = tools
+        self.emit = emit
+        self.settings = settings or SummarizerSettings()
+        self.sleep = sleep
+        self.jobs_dir = memory.notes_dir / "jobs"
+        self.failed_dir = self.jobs_dir / "failed"
+        self._tasks: set[asyncio.Task] = set()
+        self.completed = 0
+        self.failed = 0
+
+    def submit(self, transcript: str) -> str:
+        """Journal a job for ``transcript`` (rendered messages) and start it in the background.
+
+        Returns:
+            `str`: The job id. The journal entry exists when this returns.
+        """
+        job_id = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        ensure_directory(self.jobs_dir)
+        record = {
+            "id": job_id,
+            "created_at": datetime.now().isoformat(timespec="seconds"),
+            "transcript": transcript,
+            "errors": [],
+        }
+        atomic_write_text(self.jobs_dir / f"{job_id}.json", json.dumps(record, ensure_ascii=False))
+        self._start(self.jobs_dir / f"{job_id}.json")
+        return job_id
+
+    def resume_pending(self) -> int:
+        """Start every journaled job left by an earlier process; returns how many."""
+        try:
+            paths = sorted(
+                p for p in self.jobs_dir.iterdir() if p.suffix == ".json" and p.is_file()
+            )
+        except FileNotFoundError:
+            return 0
+        running = {getattr(t, "job_path", None) for t in self._tasks}
+        started = 0
+        for path in paths:
+            if path not in running:
+                self._start(path)
+                started += 1
+        return started
+
+    def pending(self) -> int:
+        """Jobs still running or waiting to retry."""
+        return len(self._tasks)
+
+    async def drain(self) -> None:
+        """Wait until every submitted job finished (done or recorded as failed)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def cancel(self) -> None:
+        """Stop running jobs; their journal entries stay and run on the next start."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _start(self, path: Path) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(path))
+        task.job_path = path  # type: ignore[attr-defined]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, path: Path) -> None:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            transcript = str(record["transcript"])
+        except (OSError, ValueError, KeyError) as exc:
+            await self._fail(path, {"id": path.stem, "errors": [f"unreadable job: {exc}"]})
+            return
+        errors: list[str] = list(record.get("errors", []))
+        for attempt in range(1, self.settings.retries + 1):
+            try:
+                answer = await self._summarize(transcript)
+            except Exception as exc:  # noqa: BLE001 - any failure: retry with backoff, then record
+                errors.append(f"attempt {attempt}: {type(exc).__name__}: {exc}"[:500])
+                if attempt < self.settings.retries:
+                    await self.sleep(self.settings.backoff_seconds * 2 ** (attempt - 1))
+                continue
+            path.unlink(missing_ok=True)
+            self.completed += 1
+            logger.info("summarizer job %s done: %s", path.stem, answer[:80])
+            return
+        record["errors"] = errors
+        await self._fail(path, record)
+
+    async def _fail(self, path: Path, record: dict) -> None:
+        self.failed += 1
+        ensure_directory(self.failed_dir)
+        atomic_write_text(
+            self.failed_dir / path.name, json.dumps(record, ensure_ascii=False, indent=1)
+        )
+        path.unlink(missing_ok=True)
+        await self.emit(
+            "warning", where="summarizer", job=path.stem, errors=record.get("errors", [])[-1:]
+        )
+
+    async def _summarize(self, transcript: str) -> str:
+        toolkit = Toolkit()
+        for tool in self.tools():
+            toolkit.register_tool_function(tool)
+        agent = ReActAgent(
+            name="summarizer",
+            sys_prompt=SUMMARIZER_PROMPT,
+            model=self.model,
+            formatter=self.formatter,
+            toolkit=toolkit,
+            memory=InMemoryMemory(),
+            max_iters=self.settings.max_iters,
+        )
+        agent.set_console_output_enabled(False)
+        current = self.memory.read().strip() or "(Memory.md is empty)"
+        prompt = f"Current Memory.md:\n{current}\n\nConversation excerpt leaving the context:\n{transcript}"
+        reply = await agent(Msg("user", prompt, "user"))
+        return reply.get_text_content() or ""
+
+
+def journal_dir(workspace: str | os.PathLike[str]) -> Path:
+    """Where Summarizer jobs are journaled."""
+    return Path(workspace) / "memory" / "jobs"

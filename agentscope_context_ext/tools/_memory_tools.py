@@ -1,0 +1,110 @@
+"""Memory tools (SPEC 6.3, 7): ``memory_read``, ``memory_append``, ``memory_edit``,
+``daily_note``. None of them takes a path: they can only touch ``Memory.md`` and today's note
+of their workspace, and every bad input is answered with an ``Error: ...`` string."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from agentscope.message import TextBlock
+from agentscope.tool import ToolResponse
+
+from ..longterm import LongTermMemory, MemoryInputError
+
+MemoryTool = Callable[..., Coroutine[Any, Any, ToolResponse]]
+WriteListener = Callable[[str, dict[str, Any]], Any]
+
+
+def _response(text: str) -> ToolResponse:
+    return ToolResponse(content=[TextBlock(type="text", text=text)])
+
+
+def make_memory_tools(
+    memory: LongTermMemory,
+    on_write: WriteListener | None = None,
+    writer: str = "agent",
+) -> tuple[MemoryTool, MemoryTool, MemoryTool, MemoryTool]:
+    """Build ``(memory_read, memory_append, memory_edit, daily_note)`` over ``memory``.
+
+    Args:
+        memory (`LongTermMemory`): The workspace's long-term memory.
+        on_write (`Callable[[str, dict], Any] | None`): Called after each successful write with
+            the tool name and details (the manager turns it into a ``memory_written`` event).
+        writer (`str`): Who writes (``agent``, ``summarizer``), reported to ``on_write``.
+    """
+
+    async def written(tool: str, **details: Any) -> None:
+        if on_write is not None:
+            result = on_write(tool, {"writer": writer, **details})
+            if inspect.isawaitable(result):
+                await result
+
+    async def memory_read() -> ToolResponse:
+        """Read your long-term memory file Memory.md (durable facts, user preferences,
+        lessons from past mistakes)."""
+        content = memory.read()
+        return _response(content if content.strip() else "Memory.md is empty.")
+
+    async def memory_append(text: str, section: str | None = None) -> ToolResponse:
+        """Add one durable fact to Memory.md, e.g. a user preference or a lesson learned.
+        An equivalent line already present is not added again.
+
+        Args:
+            text (str):
+                The fact, one line.
+            section (str | None):
+                Section title: "Personal" (preferences, habits, identity), "Try-Error Notes"
+                (what failed and what worked), "Facts" (default) or another title.
+        """
+        try:
+            added = memory.append(text, section)
+        except MemoryInputError as exc:
+            return _response(f"Error: {exc}")
+        except OSError as exc:
+            return _response(f"Error: Memory.md could not be written ({exc.strerror or exc})")
+        if not added:
+            return _response("Already in Memory.md; nothing added.")
+        await written("memory_append", section=section or "Facts", chars=len(text))
+        return _response(f"Added to Memory.md under ## {section or 'Facts'}.")
+
+    async def memory_edit(old_text: str, new_text: str) -> ToolResponse:
+        """Correct Memory.md: replace the one occurrence of old_text with new_text (an empty
+        new_text deletes it). old_text must appear exactly once.
+
+        Args:
+            old_text (str):
+                Text to replace, exactly as it appears in Memory.md.
+            new_text (str):
+                The replacement.
+        """
+        try:
+            ok, reason = memory.edit_with_reason(old_text, new_text)
+        except MemoryInputError as exc:
+            return _response(f"Error: {exc}")
+        except OSError as exc:
+            return _response(f"Error: Memory.md could not be written ({exc.strerror or exc})")
+        if not ok:
+            return _response(f"Error: {reason}")
+        await written("memory_edit", chars=len(str(new_text)))
+        return _response("Memory.md edited.")
+
+    async def daily_note(text: str) -> ToolResponse:
+        """Add a line to today's log (memory/YYYY-MM-DD.md): what you did or learned today.
+        Daily notes are merged into Memory.md once a day.
+
+        Args:
+            text (str):
+                The note, one line.
+        """
+        try:
+            path = memory.add_daily_note(text)
+        except MemoryInputError as exc:
+            return _response(f"Error: {exc}")
+        except OSError as exc:
+            return _response(f"Error: the daily note could not be written ({exc.strerror or exc})")
+        await written("daily_note", file=f"memory/{path.name}", chars=len(text))
+        return _response(f"Noted in memory/{path.name}.")
+
+    return memory_read, memory_append, memory_edit, daily_note
