@@ -7,7 +7,8 @@ Public API (everything a user needs is importable from here):
   ``DEFAULT_MAX_BYTES``, :class:`TruncationNotice`, :func:`split_notice`
 - tokens: :func:`get_token_counter`, :class:`TokenCounter`
 - workspace: :class:`ToolResultStore`, :class:`DialogStore`, :class:`DialogRef`
-- tools: :func:`make_read_file_tool`, :func:`make_dialog_tools`
+- tools: :func:`make_read_file_tool`, :func:`make_dialog_tools`, :func:`make_memory_tools`
+- long-term memory: :class:`LongTermMemory`, :func:`consolidate`
 - AgentScope integration: :func:`enable_context_management`, :class:`ContextManager`,
   :class:`ContextReActAgent`, :class:`ContextMemory`, :class:`CompactSummary`
 - events: :class:`ContextEvent`, :class:`ContextStats`
@@ -25,10 +26,11 @@ from .config import (
 )
 from .errors import ConfigError, ContextExtError, WorkspaceError
 from .events import ContextEvent, ContextStats
+from .longterm import LongTermMemory, consolidate
 from .manager import ContextManager, ContextReActAgent, enable_context_management
 from .memory import CompactSummary, ContextMemory
 from .tokens import TokenCounter, get_token_counter
-from .tools import make_dialog_tools, make_read_file_tool
+from .tools import make_dialog_tools, make_memory_tools, make_read_file_tool
 from .truncation import (
     DEFAULT_MAX_BYTES,
     TRUNCATION_NOTICE_MARKER,
@@ -54,6 +56,7 @@ __all__ = [
     "DialogRecord",
     "DialogRef",
     "DialogStore",
+    "LongTermMemory",
     "LongTermMemoryConfig",
     "TokenCounter",
     "ToolResultStore",
@@ -62,10 +65,12 @@ __all__ = [
     "TruncationNotice",
     "WorkspaceError",
     "__version__",
+    "consolidate",
     "enable_context_management",
     "get_token_counter",
     "load_config",
     "make_dialog_tools",
+    "make_memory_tools",
     "make_read_file_tool",
     "split_notice",
     "truncate_text_output",

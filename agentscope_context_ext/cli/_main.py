@@ -56,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
     cleanup.add_argument("workspace", type=Path, help="the workspace folder")
     cleanup.add_argument("--ttl-days", type=float, help="age limit in days")
     cleanup.add_argument("--config", type=Path, help="YAML/JSON config file")
+
+    consolidate = commands.add_parser(
+        "consolidate",
+        help="merge the daily notes into Memory.md (for cron)",
+        description="Merge memory/YYYY-MM-DD.md notes written since the last consolidation into "
+        "Memory.md with a consolidation agent (backup first). Needs DASHSCOPE_API_KEY or "
+        "OPENAI_API_KEY unless there is nothing to merge.",
+    )
+    consolidate.add_argument("workspace", type=Path, help="the workspace folder")
+    consolidate.add_argument("--config", type=Path, help="YAML/JSON config file")
     return parser
 
 
@@ -75,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_demo(args)
         if args.command == "cleanup":
             return _cmd_cleanup(args)
+        if args.command == "consolidate":
+            return _cmd_consolidate(args)
     except (BadInput, ConfigError, WorkspaceError) as exc:
         reason = " ".join(str(exc).split())
         print(f"agentscope-context {args.command}: {reason}", file=sys.stderr)
@@ -124,4 +136,33 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     print(f"removed {len(removed)} tool result file(s) older than {ttl:g} day(s)")
     for path in removed:
         print(f"  {path}")
+    return EXIT_OK
+
+
+def _cmd_consolidate(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ..longterm import LongTermMemory, consolidate
+    from ..longterm._consolidation import read_state
+    from ._models import NoModelError, model_from_environment
+
+    if not args.workspace.is_dir():
+        raise BadInput(f"{args.workspace}: not a workspace directory")
+    config = _config(args.config)
+    settings = config.long_term_memory
+    memory = LongTermMemory(args.workspace, backups_kept=settings.backups_kept)
+    pending = memory.daily_notes(since=read_state(memory).get("last_note_day"))
+    if not pending:
+        print("nothing to consolidate: no daily notes since the last consolidation")
+        return EXIT_OK
+    try:
+        model, formatter = model_from_environment(settings.model)
+    except NoModelError as exc:
+        raise BadInput(str(exc)) from None
+    print(f"consolidating {len(pending)} day(s) of notes: {', '.join(pending)}", flush=True)
+    result = asyncio.run(consolidate(memory, model, formatter, max_bytes=settings.max_bytes))
+    print(
+        f"{result.status}: Memory.md is {result.bytes_after:,} bytes"
+        + (f", backup {result.backup}" if result.backup else "")
+    )
     return EXIT_OK

@@ -164,6 +164,12 @@ class LongTermMemory:
                     False,
                     f"old_text appears {found} times in Memory.md; give more context to pick one",
                 )
+            start = content.index(old_text)
+            span_start = content.rfind("\n", 0, start) + 1
+            span_end = content.find("\n", start + len(old_text))
+            span = content[span_start : span_end if span_end >= 0 else len(content)]
+            if any(line.lstrip().startswith("#") for line in span.split("\n")):
+                return False, "old_text touches a section heading; only items can be edited"
             updated = content.replace(old_text, replacement, 1)
             atomic_write_text(
                 self.path,
