@@ -58,7 +58,7 @@ class CompactionConfig(_Section):
     summary_language: str = "auto"
     """Language of the summary; ``auto`` follows the user's language."""
     model: str | None = None
-    """Model name for summaries; ``null`` uses the agent's own model and formatter."""
+    """Model name for summaries; ``null``: the agent's own model; ``extractive``: no model at all."""
     max_summary_tokens: int = Field(2048, ge=128)
     """Upper bound of the summary message's size in tokens."""
 

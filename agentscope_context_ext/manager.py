@@ -109,9 +109,12 @@ class ContextManager:
         share_tokens = int(config.truncation.max_window_share * self.max_input_tokens)
         self._tool_names: list[str] = []
         self._read_file_name = "read_file"
-        compaction_model = compaction_model or _compaction_model(
-            agent.model, config.compaction.model
-        )
+        if config.compaction.model == "extractive":
+            compaction_model = None  # summaries by extraction only, no model call
+        else:
+            compaction_model = compaction_model or _compaction_model(
+                agent.model, config.compaction.model
+            )
         compaction_formatter = compaction_formatter or agent.formatter
         parts = PipelineParts(
             config=config,

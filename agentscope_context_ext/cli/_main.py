@@ -14,6 +14,7 @@ from pathlib import Path
 from .._version import __version__
 from ..config import ContextConfig
 from ..errors import ConfigError, WorkspaceError
+from ..replay import TranscriptError
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -57,6 +58,25 @@ def _parser() -> argparse.ArgumentParser:
     cleanup.add_argument("--ttl-days", type=float, help="age limit in days")
     cleanup.add_argument("--config", type=Path, help="YAML/JSON config file")
 
+    replay = commands.add_parser(
+        "replay",
+        help="replay a transcript through the hooks and report",
+        description="Replay a transcript (AgentScope dialog JSONL, OpenAI message lists such as "
+        "tau-bench, Claude Code JSONL, SWE-agent .traj) step by step through the same hooks, "
+        "with extractive compaction summaries, and report what the model would have seen.",
+    )
+    replay.add_argument("transcript", type=Path, help="the transcript file")
+    replay.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "agentscope", "openai", "claude-code", "swe-agent"],
+    )
+    replay.add_argument("--max-input-tokens", type=int, help="the window to replay with")
+    replay.add_argument("--config", type=Path, help="YAML/JSON config file")
+    replay.add_argument(
+        "--out", type=Path, default=Path("agentscope-context-replay"), help="output folder"
+    )
+
     consolidate = commands.add_parser(
         "consolidate",
         help="merge the daily notes into Memory.md (for cron)",
@@ -87,7 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_cleanup(args)
         if args.command == "consolidate":
             return _cmd_consolidate(args)
-    except (BadInput, ConfigError, WorkspaceError) as exc:
+        if args.command == "replay":
+            return _cmd_replay(args)
+    except (BadInput, ConfigError, WorkspaceError, TranscriptError) as exc:
         reason = " ".join(str(exc).split())
         print(f"agentscope-context {args.command}: {reason}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -166,3 +188,19 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
         + (f", backup {result.backup}" if result.backup else "")
     )
     return EXIT_OK
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from ._replay import run_replay
+
+    if args.max_input_tokens is not None and args.max_input_tokens < 1024:
+        raise BadInput(f"--max-input-tokens must be at least 1024, got {args.max_input_tokens}")
+    if args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out}: exists and is not a directory")
+    config = _config(args.config)
+    total = run_replay(args.transcript, args.format, config, args.max_input_tokens, args.out)
+    return (
+        EXIT_OK
+        if total["pair_violations"] == 0 and total["unexplained_over_window"] == 0
+        else EXIT_ERROR
+    )

@@ -18,9 +18,17 @@ from agentscope.message import Msg
 def load_claude_code(path: str | Path) -> list[Msg]:
     """Read a Claude Code session JSONL file into messages, oldest first.
 
+    Sidechain (sub-agent) records are skipped, unless the file holds nothing else: then it is a
+    sub-agent's own log (e.g. the compaction agent's) and those records are the conversation.
+
     Raises:
         `ValueError`: The file holds no Claude Code conversation records.
     """
+    msgs = _load(path, include_sidechains=False)
+    return msgs or _load(path, include_sidechains=True)
+
+
+def _load(path: str | Path, include_sidechains: bool) -> list[Msg]:
     msgs: list[Msg] = []
     tool_names: dict[str, str] = {}
     by_message_id: dict[str, Msg] = {}
@@ -32,7 +40,9 @@ def load_claude_code(path: str | Path) -> list[Msg]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"line {line_no} is not JSON: {exc.msg}") from None
-            if not isinstance(record, dict) or record.get("isSidechain"):
+            if not isinstance(record, dict) or (
+                record.get("isSidechain") and not include_sidechains
+            ):
                 continue
             kind = record.get("type")
             message = record.get("message")
@@ -70,7 +80,7 @@ def load_claude_code(path: str | Path) -> list[Msg]:
                     texts.append("[image]")
             if texts:
                 msgs.append(Msg("user", "\n".join(texts), "user", timestamp=timestamp))
-    if not msgs:
+    if not msgs and include_sidechains:
         raise ValueError("no Claude Code user/assistant records found")
     return msgs
 

@@ -1,0 +1,260 @@
+"""Transcript importers: each format becomes AgentScope messages, tool calls and results paired
+by id (SPEC 10). Formats:
+
+- ``agentscope``: JSONL of ``Msg.to_dict()`` (this package's ``dialog/`` files);
+- ``openai``: OpenAI-style message lists; a file may hold many trajectories (tau-bench: a list of
+  ``{"traj": [...]}``), each replayed on its own;
+- ``claude-code``: Claude Code session JSONL;
+- ``swe-agent``: SWE-agent ``.traj`` files (``history`` of OpenAI-style messages).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentscope.message import Msg
+
+from ._claude_code import load_claude_code
+
+FORMATS = ("agentscope", "openai", "claude-code", "swe-agent")
+
+
+class TranscriptError(ValueError):
+    """The file cannot be read as a transcript; the message says why in one line."""
+
+
+@dataclass
+class Transcript:
+    """One conversation to replay."""
+
+    name: str
+    """Where it came from (file, and index inside the file when there are several)."""
+    messages: list[Msg]
+    """The conversation, oldest first (the system prompt excluded)."""
+    system_prompt: str = ""
+    """The system prompt, when the format carries one."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Anything else worth reporting (e.g. the task id)."""
+
+
+def load_transcripts(path: str | Path, fmt: str = "auto") -> list[Transcript]:
+    """Read every conversation in ``path``.
+
+    Args:
+        path (`str | Path`): The transcript file.
+        fmt (`str`): One of :data:`FORMATS` or ``auto``.
+
+    Raises:
+        `TranscriptError`: Missing, empty, unreadable or not of the format.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TranscriptError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise TranscriptError(f"{path}: the file is empty")
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt not in FORMATS:
+        raise TranscriptError(f"unknown format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
+    try:
+        if fmt == "claude-code":
+            transcripts = [Transcript(path.name, load_claude_code(path))]
+        elif fmt == "agentscope":
+            transcripts = [Transcript(path.name, _load_agentscope(path))]
+        else:
+            data = _read_json(path)
+            transcripts = (
+                _load_openai(path.name, data)
+                if fmt == "openai"
+                else _load_swe_agent(path.name, data)
+            )
+    except TranscriptError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+        raise TranscriptError(f"{path}: not a {fmt} transcript ({_one_line(exc)})") from None
+    transcripts = [t for t in transcripts if t.messages]
+    if not transcripts:
+        raise TranscriptError(f"{path}: no conversation found in this {fmt} transcript")
+    return transcripts
+
+
+def detect_format(path: Path) -> str:
+    """Guess the format from the extension and the first record."""
+    if path.suffix == ".traj":
+        return "swe-agent"
+    with open(path, "rb") as handle:
+        head = handle.read(65536).decode("utf-8", errors="replace").lstrip()
+    if not head:
+        raise TranscriptError(f"{path}: the file is empty")
+    if head.startswith("["):
+        return "openai"
+    if head.startswith("{"):
+        first_line = head.split("\n", 1)[0]
+        try:
+            record = json.loads(first_line)
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict):
+            if "sessionId" in record or record.get("type") in (
+                "user",
+                "assistant",
+                "progress",
+                "summary",
+                "file-history-snapshot",
+                "system",
+            ):
+                return "claude-code"
+            if {"role", "content", "name"} <= set(record):
+                return "agentscope"
+            if "history" in record or "messages" in record:
+                return "swe-agent" if "history" in record else "openai"
+        try:
+            whole = json.loads(head if len(head) < 65536 else path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            whole = None
+        if isinstance(whole, dict) and "history" in whole:
+            return "swe-agent"
+        if isinstance(whole, dict) and ("messages" in whole or "traj" in whole):
+            return "openai"
+    raise TranscriptError(
+        f"{path}: not a recognised transcript (expected AgentScope dialog JSONL, OpenAI message "
+        "lists, Claude Code JSONL or a SWE-agent .traj); pass --format to force one"
+    )
+
+
+# ------------------------------------------------------------------- formats
+
+
+def _load_agentscope(path: Path) -> list[Msg]:
+    msgs = []
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                msgs.append(Msg.from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError, AssertionError) as exc:
+                raise TranscriptError(
+                    f"{path}: line {line_no} is not a Msg ({_one_line(exc)})"
+                ) from None
+    return msgs
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def _load_openai(name: str, data: Any) -> list[Transcript]:
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not data:
+        raise TranscriptError(f"{name}: expected a list of messages or of trajectories")
+    if all(isinstance(item, dict) and "role" in item for item in data):
+        return [_from_openai_messages(name, data)]
+    transcripts = []
+    for index, item in enumerate(data):
+        if not isinstance(item, dict):
+            continue
+        messages = item.get("traj") or item.get("messages") or item.get("history")
+        if isinstance(messages, list):
+            meta = {k: item[k] for k in ("task_id", "reward", "trial") if k in item}
+            transcripts.append(_from_openai_messages(f"{name}#{index}", messages, meta))
+    return transcripts
+
+
+def _load_swe_agent(name: str, data: Any) -> list[Transcript]:
+    if not isinstance(data, dict) or not isinstance(data.get("history"), list):
+        raise TranscriptError(f"{name}: a .traj file needs a 'history' list")
+    return [_from_openai_messages(name, data["history"])]
+
+
+def _from_openai_messages(name: str, messages: list, meta: dict | None = None) -> Transcript:
+    system = []
+    msgs: list[Msg] = []
+    tool_names: dict[str, str] = {}
+    for raw in messages:
+        if not isinstance(raw, dict):
+            continue
+        role = raw.get("role")
+        content = _text(raw.get("content"))
+        if role == "system":
+            system.append(content)
+        elif role == "user":
+            if content.strip():
+                msgs.append(Msg("user", content, "user"))
+        elif role == "assistant":
+            blocks: list[dict] = [{"type": "text", "text": content}] if content.strip() else []
+            calls = raw.get("tool_calls") or []
+            if isinstance(calls, str):
+                calls = _parse_calls(calls)
+            for call in calls:
+                function = call.get("function") or {}
+                call_id = str(call.get("id"))
+                tool_names[call_id] = str(function.get("name"))
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call_id,
+                        "name": str(function.get("name")),
+                        "input": _arguments(function.get("arguments")),
+                    }
+                )
+            if blocks:
+                msgs.append(Msg("assistant", blocks, "assistant"))
+        elif role == "tool":
+            ids = raw.get("tool_call_ids") or [raw.get("tool_call_id")]
+            for call_id in ids:
+                call_id = str(call_id)
+                result = {
+                    "type": "tool_result",
+                    "id": call_id,
+                    "name": raw.get("name") or tool_names.get(call_id, "tool"),
+                    "output": content,
+                }
+                msgs.append(Msg("system", [result], "system"))
+    return Transcript(name, msgs, "\n\n".join(s for s in system if s), meta or {})
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _arguments(raw: Any) -> dict:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    except json.JSONDecodeError:
+        return {"raw_arguments": raw}
+    return parsed if isinstance(parsed, dict) else {"value": parsed}
+
+
+def _parse_calls(text: str) -> list[dict]:
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        import ast
+
+        try:
+            parsed = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return []
+    return [c for c in parsed if isinstance(c, dict)] if isinstance(parsed, list) else []
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__

@@ -1,0 +1,304 @@
+"""Step-by-step replay of a transcript through the real hooks (SPEC 10).
+
+A ``ReActAgent`` with context management enabled receives the transcript's messages in order.
+Before each assistant message (a model call in the original session) the ``pre_reasoning`` hook
+runs, and the prompt the model would have received is formatted and measured: tokens, pair
+violations, whether it extends the previous prompt byte for byte (prefix stability). Tool
+results go through the ``post_acting`` hook. Compaction summaries are extractive (no model).
+Afterwards every original message is checked to be recoverable byte for byte from memory,
+``dialog/`` and ``tool_result/``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from agentscope.agent import ReActAgent
+from agentscope.formatter import DashScopeChatFormatter
+from agentscope.message import Msg
+from agentscope.tool import Toolkit
+
+from ..config import ContextConfig
+from ..manager import enable_context_management
+from ..memory import has_tool_results
+from ..testing import ScriptedChatModel
+from ..truncation import split_notice
+from ..workspace import DialogStore
+from ._checks import prompt_pair_violations
+from ._importers import Transcript
+
+
+@dataclass
+class StepRecord:
+    """What the model would have received at one step."""
+
+    step: int
+    """1-based model call."""
+    prompt_tokens: int
+    """Tokens of the formatted prompt plus tool schemas."""
+    messages: int
+    """Formatted messages in the prompt."""
+    pair_violations: int
+    """Orphan tool calls/results in the prompt."""
+    stable_prefix: bool
+    """The prompt extends the previous one byte for byte."""
+    compactions: int
+    """Compactions so far."""
+    hook_seconds: float
+    """Time spent in the hooks for this step."""
+
+
+@dataclass
+class ReplayResult:
+    """The outcome of one transcript's replay."""
+
+    name: str
+    max_input_tokens: int
+    trigger_tokens: int
+    steps: list[StepRecord] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+    overflow_events: int = 0
+    unexplained_over_window: int = 0
+    recovery_problems: list[str] = field(default_factory=list)
+    original_tokens: int = 0
+    seconds_total: float = 0.0
+    seconds_hooks: float = 0.0
+
+    def summary(self) -> dict:
+        """The figures of the report (SPEC 10, BENCHMARKS B3/B4)."""
+        tokens = [s.prompt_tokens for s in self.steps]
+        stable = [s.stable_prefix for s in self.steps[1:]]
+        return {
+            "transcript": self.name,
+            "steps": len(self.steps),
+            "max_input_tokens": self.max_input_tokens,
+            "peak_prompt_tokens": max(tokens, default=0),
+            "mean_prompt_tokens": round(sum(tokens) / len(tokens)) if tokens else 0,
+            "over_window": sum(t > self.max_input_tokens for t in tokens),
+            "unexplained_over_window": self.unexplained_over_window,
+            "context_overflow_events": self.overflow_events,
+            "compactions": self.stats.get("compactions", 0),
+            "truncations": self.stats.get("truncations", 0),
+            "retruncations": self.stats.get("retruncations", 0),
+            "bytes_offloaded": self.stats.get("bytes_offloaded", 0),
+            "tokens_saved": self.stats.get("tokens_saved_by_truncation", 0)
+            + self.stats.get("tokens_saved_by_compaction", 0),
+            "original_tokens": self.original_tokens,
+            "pair_violations": sum(s.pair_violations for s in self.steps),
+            "prefix_stability": round(sum(stable) / len(stable), 4) if stable else 1.0,
+            "recoverable": not self.recovery_problems,
+            "hook_seconds": round(self.seconds_hooks, 4),
+            "replay_seconds": round(self.seconds_total, 4),
+        }
+
+    def as_dict(self) -> dict:
+        """Summary plus per-step records."""
+        return {
+            **self.summary(),
+            "per_step": [asdict(s) for s in self.steps],
+            "recovery_problems": self.recovery_problems[:20],
+        }
+
+
+def replay_config(
+    config: ContextConfig, workspace: Path, max_input_tokens: int | None
+) -> ContextConfig:
+    """The user's config adjusted for replay: its own workspace, extractive summaries, no
+    long-term memory (it would need a model), no notices."""
+    data = config.model_dump()
+    data["workspace"] = str(workspace)
+    data["notices"] = False
+    if max_input_tokens is not None:
+        data["max_input_tokens"] = max_input_tokens
+    data["compaction"]["model"] = "extractive"
+    data["long_term_memory"]["enabled"] = False
+    return ContextConfig.model_validate(data)
+
+
+async def replay_transcript(
+    transcript: Transcript,
+    config: ContextConfig,
+    workspace: Path,
+    max_input_tokens: int | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+    check_recovery: bool = True,
+) -> ReplayResult:
+    """Replay one transcript; the workspace receives its dialog and tool-result files."""
+    started = time.perf_counter()
+    config = replay_config(config, workspace, max_input_tokens)
+    agent = ReActAgent(
+        name="replay",
+        sys_prompt=transcript.system_prompt or "You are a helpful agent.",
+        model=ScriptedChatModel([], when_exhausted=None),
+        formatter=DashScopeChatFormatter(),
+        toolkit=Toolkit(),
+    )
+    agent.set_console_output_enabled(False)
+    manager = enable_context_management(agent, config)
+    counter = manager.counter
+    overflow_steps: set[int] = set()
+    step_no = {"n": 0}
+    manager.subscribe(
+        lambda e: overflow_steps.add(step_no["n"]) if e.type == "context_overflow" else None
+    )
+    result = ReplayResult(
+        transcript.name, manager.max_input_tokens, manager.pipeline.trigger_tokens
+    )
+    result.original_tokens = counter.count_msgs(transcript.messages)
+    previous: list[str] | None = None
+    answered: set[str] = set()
+    hook_total = 0.0
+    for msg in transcript.messages:
+        if msg.role == "assistant":
+            step_no["n"] += 1
+            tick = time.perf_counter()
+            await manager._pre_reasoning(agent, {})
+            hook = time.perf_counter() - tick
+            hook_total += hook
+            prompt = await agent.formatter.format(
+                [Msg("system", agent.sys_prompt, "system"), *await agent.memory.get_memory()]
+            )
+            tokens = counter.count_formatted(prompt, agent.toolkit.get_json_schemas())
+            rendered = [
+                json.dumps(m, ensure_ascii=False, sort_keys=True, default=str) for m in prompt
+            ]
+            stable = previous is not None and rendered[: len(previous)] == previous
+            previous = rendered
+            record = StepRecord(
+                step=step_no["n"],
+                prompt_tokens=tokens,
+                messages=len(prompt),
+                pair_violations=prompt_pair_violations(prompt, answered),
+                stable_prefix=stable,
+                compactions=manager.stats.compactions,
+                hook_seconds=round(hook, 6),
+            )
+            if tokens > manager.max_input_tokens and step_no["n"] not in overflow_steps:
+                result.unexplained_over_window += 1
+            result.steps.append(record)
+            if on_step is not None:
+                on_step(record)
+            await agent.memory.add(msg)
+        else:
+            await agent.memory.add(msg)
+            if has_tool_results(msg):
+                answered.update(
+                    str(b.get("id"))
+                    for b in msg.content
+                    if isinstance(b, dict) and b.get("type") == "tool_result"
+                )
+                tick = time.perf_counter()
+                await manager._post_acting(agent, {}, None)
+                hook_total += time.perf_counter() - tick
+    result.stats = manager.stats.as_dict()
+    result.overflow_events = manager.stats.counts["context_overflow"]
+    result.seconds_hooks = hook_total
+    if check_recovery:
+        result.recovery_problems = recovery_problems(
+            transcript.messages, agent.memory.messages, DialogStore(workspace), workspace
+        )
+    manager.close()
+    result.seconds_total = time.perf_counter() - started
+    return result
+
+
+def recovery_problems(
+    originals: list[Msg], in_memory: list[Msg], dialog: DialogStore, workspace: Path
+) -> list[str]:
+    """Every way an original message is NOT recoverable byte for byte (empty: all are)."""
+    stored = {m.id: m for m in in_memory}
+    for record in dialog.iter_records():
+        stored.setdefault(record.msg.id, record.msg)
+    problems = []
+    for original in originals:
+        kept = stored.get(original.id)
+        if kept is None:
+            problems.append(f"{original.id}: missing from memory and dialog/")
+            continue
+        if isinstance(original.content, str) or isinstance(kept.content, str):
+            if original.content != kept.content:
+                problems.append(f"{original.id}: text differs")
+            continue
+        for before, after in zip(original.content, kept.content, strict=False):
+            if before == after:
+                continue
+            if before.get("type") != "tool_result":
+                problems.append(f"{original.id}: a {before.get('type')} block differs")
+                continue
+            problem = _result_problem(before, after, workspace)
+            if problem:
+                problems.append(f"{original.id}: {problem}")
+        if len(original.content) != len(kept.content):
+            problems.append(f"{original.id}: block count differs")
+    return problems
+
+
+def _result_problem(before: dict, after: dict, workspace: Path) -> str | None:
+    original_text, original_media = _parts(before.get("output"))
+    kept_text, kept_media = _parts(after.get("output"), skip_placeholders=True)
+    placeholders = _placeholders(after.get("output"))
+    if original_text != kept_text:
+        parts = split_notice(kept_text)
+        if parts is None:
+            return "a tool result changed without a notice"
+        path = workspace / parts[1].file_path
+        try:
+            saved = path.read_bytes().decode("utf-8")  # bytes: "\r\n" must stay "\r\n"
+        except OSError:
+            return f"saved file {parts[1].file_path} is missing"
+        if saved != original_text.encode("utf-8", errors="replace").decode("utf-8"):
+            return f"saved file {parts[1].file_path} differs from the original output"
+    for media in original_media:
+        if media in kept_media:
+            continue
+        source = media.get("source") or {}
+        if source.get("type") != "base64":
+            continue
+        placeholder = next((t for t in placeholders if "saved copy: " in t), None)
+        if placeholder is None:
+            return "an image was dropped without a saved copy"
+        copy_path = workspace / placeholder.split("saved copy: ")[1].rstrip("]")
+        data = str(source.get("data", "")).split(",", 1)[-1]
+        if not copy_path.is_file() or copy_path.read_bytes() != base64.b64decode(data):
+            return "a saved media copy differs"
+    return None
+
+
+def _is_placeholder(block: object) -> bool:
+    text = (
+        str(block.get("text", ""))
+        if isinstance(block, dict) and block.get("type") == "text"
+        else ""
+    )
+    return text.startswith("[") and "removed from the context" in text
+
+
+def _placeholders(output: object) -> list[str]:
+    return (
+        [str(b["text"]) for b in output if _is_placeholder(b)] if isinstance(output, list) else []
+    )
+
+
+def _parts(output: object, skip_placeholders: bool = False) -> tuple[str, list[dict]]:
+    if isinstance(output, str):
+        return output, []
+    if isinstance(output, list):
+        texts = [
+            str(b.get("text", ""))
+            for b in output
+            if isinstance(b, dict)
+            and b.get("type") == "text"
+            and not (skip_placeholders and _is_placeholder(b))
+        ]
+        media = [
+            b
+            for b in output
+            if isinstance(b, dict) and b.get("type") in ("image", "audio", "video")
+        ]
+        return "\n".join(texts), media
+    return str(output), []
