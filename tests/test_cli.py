@@ -13,40 +13,61 @@ import pytest
 from agentscope_context_ext.cli import main
 
 
-def test_demo_truncates_reads_back_and_reports(
-    tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
+def test_demo_runs_a_real_agent_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "byte-identical" in printed
+    assert "step   1 | prompt" in printed and "compaction:" in printed
     report = json.loads((out / "report.json").read_text())
-    assert report["read_back_identical"] is True
-    assert report["stage_one_bytes"] < report["source_bytes"]
-    assert report["stage_two_bytes"] < report["stage_one_bytes"]
-    saved = out / "workspace" / report["saved_path"]
-    assert saved.read_bytes() == Path(report["source_file"]).read_bytes()
+    assert report["compactions"] >= 2
+    assert report["truncations"] >= 1 and report["retruncations"] >= 1
+    assert report["pair_violations"] == 0 and report["offloaded_files_missing"] == 0
+    assert report["peak_prompt_tokens"] <= report["max_input_tokens"]
+    assert report["steps"] == len(report["per_step_tokens"])
+    for key in (
+        "steps",
+        "peak_prompt_tokens",
+        "max_input_tokens",
+        "compactions",
+        "truncations",
+        "retruncations",
+        "bytes_offloaded",
+        "pair_violations",
+        "hook_seconds",
+    ):
+        assert key in report
+    assert (out / "report.md").read_text().startswith("# agentscope-context demo")
+    assert (out / "tokens.png").read_bytes().startswith(b"\x89PNG")
+    assert list((out / "workspace" / "dialog").glob("*.jsonl"))
 
 
-def test_demo_on_a_given_file_with_a_config(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    source = tmp_path / "log.txt"
-    source.write_text("".join(f"{i} 中文 entry\n" for i in range(5000)))
+def test_demo_on_another_folder_with_a_config(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    for i in range(12):
+        (root / "pkg" / f"mod{i}.py").write_text(
+            "".join(
+                f"class Thing{i}_{n}:\n    def run(self):\n        return {n}\n" for n in range(300)
+            )
+        )
     config = tmp_path / "c.yaml"
-    config.write_text("truncation:\n  first_max_bytes: 4096\n  second_max_bytes: 512\n")
-    out = tmp_path / "demo"
-    assert (
-        main(["-v", "demo", "--out", str(out), "--file", str(source), "--config", str(config)]) == 0
+    config.write_text(
+        "max_input_tokens: 8192\ntruncation:\n  first_max_bytes: 4096\n  second_max_bytes: 512\n"
     )
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--root", str(root), "--config", str(config)]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["stage_one_limit"] == 4096
-    assert report["read_back_calls"] > 1
+    assert report["explored_root"] == str(root.resolve())
+    assert report["max_input_tokens"] == 8192
+    assert report["peak_prompt_tokens"] <= 8192 and report["pair_violations"] == 0
 
 
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
         (["demo", "--config", "missing.yaml"], "config file not found"),
-        (["demo", "--file", "missing.txt"], "not a readable file"),
+        (["demo", "--root", "missing-folder"], "not a directory"),
+        (["replay", "missing.jsonl"], "no such file"),
         (["cleanup", "no-such-workspace"], "not a workspace"),
         (["cleanup", ".", "--ttl-days", "0"], "must be positive"),
     ],

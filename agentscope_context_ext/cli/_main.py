@@ -36,9 +36,11 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="run the offline demo on a real file",
-        description="Truncate a real large file (the biggest module of the installed AgentScope) "
-        "through the engine, save it to a workspace, read it back and count tokens. Offline.",
+        help="run the offline demo: a real agent exploring a real folder",
+        description="A real ReActAgent with read_file, list_dir and grep explores a folder (by "
+        "default the installed AgentScope package), driven by a scripted plan, with a window "
+        "small enough that truncation, re-truncation and compaction all happen. Offline, no API "
+        "key. Writes report.md, report.json and tokens.png.",
     )
     demo.add_argument(
         "--out",
@@ -46,8 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         default=Path("agentscope-context-demo"),
         help="output folder (default: ./agentscope-context-demo)",
     )
-    demo.add_argument("--config", type=Path, help="YAML/JSON config file")
-    demo.add_argument("--file", type=Path, help="use this text file instead")
+    demo.add_argument(
+        "--config", type=Path, help="YAML/JSON config file (default: the demo's small window)"
+    )
+    demo.add_argument(
+        "--root", type=Path, help="folder to explore (default: the installed AgentScope package)"
+    )
 
     cleanup = commands.add_parser(
         "cleanup",
@@ -134,15 +140,16 @@ def _config(path: Path | None) -> ContextConfig:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ._demo import run_demo
+    from ..demo import run_demo
 
-    config = _config(args.config)
-    if args.file is not None and not args.file.is_file():
-        raise BadInput(f"--file {args.file}: not a readable file")
+    config = ContextConfig.from_file(args.config) if args.config else None
+    if args.root is not None and not args.root.is_dir():
+        raise BadInput(f"--root {args.root}: not a directory")
     if args.out.exists() and not args.out.is_dir():
         raise BadInput(f"--out {args.out}: exists and is not a directory")
-    report = run_demo(args.out, config, args.file, sys.stdout)
-    return EXIT_OK if report.read_back_identical else EXIT_ERROR
+    report = run_demo(args.out, config, args.root, sys.stdout)
+    ok = report["pair_violations"] == 0 and report["offloaded_files_missing"] == 0
+    return EXIT_OK if ok else EXIT_ERROR
 
 
 def _cmd_cleanup(args: argparse.Namespace) -> int:

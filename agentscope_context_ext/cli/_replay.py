@@ -19,9 +19,10 @@ def run_replay(
     config: ContextConfig,
     max_input_tokens: int | None,
     out: Path,
-    stream: TextIO = sys.stdout,
+    stream: TextIO | None = None,
 ) -> dict:
     """Replay every conversation in the file, print progress, write the report; return the summary."""
+    stream = stream or sys.stdout
     # AgentScope's formatters log every thinking block of Claude Code transcripts they skip.
     logging.getLogger("as").setLevel(logging.ERROR)
     transcripts = load_transcripts(transcript_path, fmt)

@@ -65,7 +65,7 @@ def load_transcripts(path: str | Path, fmt: str = "auto") -> list[Transcript]:
         elif fmt == "agentscope":
             transcripts = [Transcript(path.name, _load_agentscope(path))]
         else:
-            data = _read_json(path)
+            data = _read_json(path, fmt)
             transcripts = (
                 _load_openai(path.name, data)
                 if fmt == "openai"
@@ -143,11 +143,13 @@ def _load_agentscope(path: Path) -> list[Msg]:
     return msgs
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, fmt: str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise TranscriptError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        raise TranscriptError(
+            f"{path}: not a {fmt} transcript (not JSON: {exc.msg} at line {exc.lineno})"
+        ) from None
 
 
 def _load_openai(name: str, data: Any) -> list[Transcript]:

@@ -1,0 +1,225 @@
+"""``agentscope-context demo``: the extension at work on a real agent, offline (SPEC 10).
+
+A real ``ReActAgent`` with real tools (``read_file``, ``list_dir``, ``grep``, all confined to
+the explored folder; by default the installed AgentScope package) explores the folder, driven by
+a scripted plan shipped in the package. The window is small enough that stage-one truncation,
+stage-two re-truncation and several compactions happen; compaction summaries are extractive.
+Progress is shown live; ``report.md``, ``report.json`` and ``tokens.png`` go to the output folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import agentscope
+from agentscope.agent import ReActAgent
+from agentscope.formatter import DashScopeChatFormatter
+from agentscope.message import Msg
+from agentscope.tool import Toolkit
+
+from ..config import ContextConfig
+from ..manager import enable_context_management
+from ..replay._checks import prompt_pair_violations
+from ..replay._report import Curve, write_report
+from ..testing import ModelCall, ScriptedChatModel
+from ..truncation import split_notice
+from ..workspace import DialogStore
+from ._plan import exploration_plan
+from ._tools import make_explorer_tools
+
+DEMO_SETTINGS: dict[str, Any] = {
+    "max_input_tokens": 16384,
+    "truncation": {"first_max_bytes": 8192, "second_max_bytes": 1500, "recent_n": 2},
+}
+"""A window small enough that every stage of the pipeline shows up in one short run."""
+
+
+def default_root() -> Path:
+    """The installed AgentScope package."""
+    return Path(agentscope.__file__).resolve().parent
+
+
+def demo_config(config: ContextConfig | None, out: Path) -> ContextConfig:
+    """The demo's settings (or the user's config), with the workspace in the output folder,
+    extractive summaries (no model is needed offline) and long-term memory off."""
+    data = (
+        config.model_dump()
+        if config is not None
+        else ContextConfig.model_validate(DEMO_SETTINGS).model_dump()
+    )
+    data["workspace"] = str(out / "workspace")
+    data["compaction"]["model"] = "extractive"
+    data["long_term_memory"]["enabled"] = False
+    return ContextConfig.model_validate(data)
+
+
+def run_demo(
+    out: Path,
+    config: ContextConfig | None = None,
+    root: Path | None = None,
+    stream: TextIO | None = None,
+) -> dict[str, Any]:
+    """Run the demo and write its report; returns the report's figures."""
+    return asyncio.run(_run(out, config, root or default_root(), stream))
+
+
+async def _run(
+    out: Path, user_config: ContextConfig | None, root: Path, stream: TextIO | None
+) -> dict[str, Any]:
+    def say(line: str = "") -> None:
+        if stream is not None:
+            print(line, file=stream, flush=True)
+
+    logging.getLogger("as").setLevel(logging.ERROR)
+    if (out / "workspace").exists():
+        shutil.rmtree(out / "workspace")  # a fresh run, not a continuation of the last one
+    config = demo_config(user_config, out)
+    root = root.resolve()
+    plan = exploration_plan(root)
+    tokens_per_step: list[int] = []
+    violations = 0
+    holder: dict[str, Any] = {}
+
+    def respond(call: ModelCall) -> object:
+        nonlocal violations
+        manager = holder["manager"]
+        tokens = model.counter.count_formatted(call.messages, call.tools)
+        tokens_per_step.append(tokens)
+        ids = {str(c.get("id")) for m in call.messages for c in m.get("tool_calls") or []}
+        violations += prompt_pair_violations(call.messages, ids)
+        stats = manager.stats
+        window = manager.max_input_tokens
+        bar = "#" * round(20 * tokens / window) + "-" * max(0, 20 - round(20 * tokens / window))
+        say(
+            f"step {len(tokens_per_step):>3} | prompt {tokens:>6,} / {window:,} tokens [{bar}] | "
+            f"truncations {stats.truncations:>2} | retruncations {stats.retruncations:>2} | "
+            f"compactions {stats.compactions}"
+        )
+        return plan(call)
+
+    model = ScriptedChatModel(respond)
+    toolkit = Toolkit()
+    for tool in make_explorer_tools(root):
+        toolkit.register_tool_function(tool)
+    agent = ReActAgent(
+        name="explorer",
+        sys_prompt=f"You explore the code base at {root} with list_dir, grep and read_file, and report what you find.",
+        model=model,
+        formatter=DashScopeChatFormatter(),
+        toolkit=toolkit,
+        max_iters=200,
+        parallel_tool_calls=True,
+    )
+    agent.set_console_output_enabled(False)  # the tool outputs would flood the terminal
+    data = config.model_dump()
+    data["tools"]["allowed_roots"] = [str(root)]
+    manager = enable_context_management(agent, ContextConfig.model_validate(data))
+    holder["manager"] = manager
+    compaction_steps: list[int] = []
+
+    def on_event(event) -> None:
+        if event.type == "compaction_finished":
+            compaction_steps.append(len(tokens_per_step) + 1)
+            say(
+                f"      compaction: {event.data['tokens_before']:,} -> {event.data['tokens_after']:,} tokens, "
+                f"{event.data['messages_compacted']} messages saved to {', '.join(event.data['dialog_refs'])}"
+            )
+
+    manager.subscribe(on_event)
+    say(f"agentscope-context demo: exploring {root} (AgentScope {agentscope.__version__}), offline")
+    say(
+        f"window {manager.max_input_tokens:,} tokens, compaction at {manager.pipeline.trigger_tokens:,}; workspace {config.workspace}"
+    )
+    say()
+    started = time.perf_counter()
+    answer = await agent(
+        Msg("user", f"Explore {root.name} and tell me how it is organised.", "user")
+    )
+    seconds = time.perf_counter() - started
+    say()
+    say(f"answer: {answer.get_text_content()}")
+
+    stats = manager.stats
+    workspace = Path(config.workspace)
+    missing = _missing_offloads(agent.memory.messages, DialogStore(workspace), workspace)
+    report = {
+        "steps": len(tokens_per_step),
+        "peak_prompt_tokens": max(tokens_per_step, default=0),
+        "mean_prompt_tokens": round(sum(tokens_per_step) / len(tokens_per_step))
+        if tokens_per_step
+        else 0,
+        "max_input_tokens": manager.max_input_tokens,
+        "trigger_tokens": manager.pipeline.trigger_tokens,
+        "compactions": stats.compactions,
+        "truncations": stats.truncations,
+        "retruncations": stats.retruncations,
+        "bytes_offloaded": stats.bytes_offloaded,
+        "tokens_saved": stats.tokens_saved_by_truncation + stats.tokens_saved_by_compaction,
+        "pair_violations": violations,
+        "offloaded_files_missing": missing,
+        "hook_seconds": round(stats.hook_seconds, 4),
+        "run_seconds": round(seconds, 3),
+        "explored_root": str(root),
+    }
+    manager.close()
+    paths = write_report(
+        out,
+        f"agentscope-context demo: exploring {root.name}",
+        report,
+        [Curve("prompt tokens", tokens_per_step, compaction_steps)],
+        manager.max_input_tokens,
+        manager.pipeline.trigger_tokens,
+        details={"per_step_tokens": tokens_per_step, "answer": answer.get_text_content()},
+    )
+    say()
+    say("| figure | value |\n|---|---:|")
+    for key in (
+        "steps",
+        "peak_prompt_tokens",
+        "max_input_tokens",
+        "compactions",
+        "truncations",
+        "retruncations",
+        "bytes_offloaded",
+        "pair_violations",
+        "hook_seconds",
+    ):
+        say(
+            f"| {key} | {report[key]:,} |"
+            if isinstance(report[key], int)
+            else f"| {key} | {report[key]} |"
+        )
+    say()
+    say("report: " + ", ".join(str(p) for p in paths.values()))
+    return report
+
+
+def _missing_offloads(msgs: list[Msg], dialog: DialogStore, workspace: Path) -> int:
+    """Notices (in memory or dialog/) whose file does not exist: must be 0."""
+    everything = list(msgs) + [record.msg for record in dialog.iter_records()]
+    missing = 0
+    for msg in everything:
+        if not isinstance(msg.content, list):
+            continue
+        for block in msg.content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            output = block.get("output")
+            text = (
+                output
+                if isinstance(output, str)
+                else "".join(str(b.get("text", "")) for b in output or [] if isinstance(b, dict))
+            )
+            parts = split_notice(text)
+            if (
+                parts
+                and parts[1].file_path.startswith("tool_result/")
+                and not (workspace / parts[1].file_path).is_file()
+            ):
+                missing += 1
+    return missing

@@ -1,0 +1,197 @@
+"""Transcript replay (SPEC 10, BENCHMARKS B3): every shared transcript at 32k and 128k windows,
+importers for each format, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from agentscope.message import Msg
+
+from agentscope_context_ext.cli import main
+from agentscope_context_ext.replay import TranscriptError, detect_format, load_transcripts
+
+TRANSCRIPTS = [
+    "claude-code/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
+    "claude-code/4d5611e5-241a-462a-8d15-5122611a9569.compact-summary.jsonl",
+    "claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
+    "claude-code/short.jsonl",
+    "swe-agent/function_calling_simple.traj",
+    "swe-agent/marshmallow-1867.function_calling.traj",
+    "tau-bench/gpt-4o-airline.json",
+]
+
+
+def test_every_shared_transcript_is_listed(shared_data: Path) -> None:
+    found = {
+        p.relative_to(shared_data / "transcripts").as_posix()
+        for p in (shared_data / "transcripts").rglob("*")
+        if p.is_file() and p.name != "LICENSE"
+    }
+    assert found == set(TRANSCRIPTS), "a new shared transcript needs a replay test"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("window", [32768, 131072])
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_replay_keeps_every_invariant(
+    shared_data: Path, tmp_path: Path, name: str, window: int
+) -> None:
+    out = tmp_path / "out"
+    code = main(
+        [
+            "replay",
+            str(shared_data / "transcripts" / name),
+            "--max-input-tokens",
+            str(window),
+            "--out",
+            str(out),
+        ]
+    )
+    report = json.loads((out / "report.json").read_text())
+    assert code == 0
+    assert report["pair_violations"] == 0
+    assert report["over_window"] == 0 or report["unexplained_over_window"] == 0
+    assert report["unexplained_over_window"] == 0
+    assert report["recoverable"] is True
+    assert report["steps"] > 0
+    assert (out / "report.md").is_file() and (out / "tokens.png").is_file()
+
+
+def test_replay_compacts_a_long_session(shared_data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                "replay",
+                str(
+                    shared_data
+                    / "transcripts/claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+                ),
+                "--max-input-tokens",
+                "32768",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    report = json.loads((out / "report.json").read_text())
+    assert report["compactions"] >= 2 and report["truncations"] >= 1
+    assert report["peak_prompt_tokens"] <= 32768
+    assert 0 < report["prefix_stability"] <= 1
+    assert len(report["per_step_tokens"]) == report["steps"]
+
+
+def test_formats_are_detected(shared_data: Path) -> None:
+    root = shared_data / "transcripts"
+    assert detect_format(root / "claude-code/short.jsonl") == "claude-code"
+    assert detect_format(root / "swe-agent/function_calling_simple.traj") == "swe-agent"
+    assert detect_format(root / "tau-bench/gpt-4o-airline.json") == "openai"
+    trajectories = load_transcripts(root / "tau-bench/gpt-4o-airline.json")
+    assert len(trajectories) == 200 and trajectories[0].system_prompt.startswith(
+        "# Airline Agent Policy"
+    )
+    first = trajectories[0].messages
+    calls = [
+        b["id"]
+        for m in first
+        if isinstance(m.content, list)
+        for b in m.content
+        if b["type"] == "tool_use"
+    ]
+    results = [
+        b["id"]
+        for m in first
+        if isinstance(m.content, list)
+        for b in m.content
+        if b["type"] == "tool_result"
+    ]
+    assert calls and set(results) <= set(calls), "tool results paired with their calls by id"
+
+
+def test_agentscope_dialog_format_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "2026-12-02.jsonl"
+    msgs = [Msg("user", "hello", "user"), Msg("assistant", "hi", "assistant")]
+    path.write_text("".join(json.dumps(m.to_dict()) + "\n" for m in msgs))
+    assert detect_format(path) == "agentscope"
+    loaded = load_transcripts(path)[0].messages
+    assert [m.id for m in loaded] == [m.id for m in msgs]
+
+
+def test_claude_code_merges_streamed_assistant_records(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    records = [
+        {"type": "progress", "sessionId": "s"},
+        {
+            "type": "user",
+            "sessionId": "s",
+            "message": {"role": "user", "content": "go"},
+            "timestamp": "2026-02-10T21:11:59.186Z",
+        },
+        {
+            "type": "assistant",
+            "sessionId": "s",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "a"}],
+            },
+        },
+        {
+            "type": "assistant",
+            "sessionId": "s",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": "s",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "file.txt"}],
+            },
+        },
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    msgs = load_transcripts(path)[0].messages
+    assert [m.role for m in msgs] == ["user", "assistant", "system"]
+    assert [b["type"] for b in msgs[1].content] == ["text", "tool_use"]
+    assert msgs[2].content[0]["name"] == "Bash" and msgs[0].timestamp == "2026-02-10 21:11:59.186"
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "no such file"),
+        ("", "empty"),
+        ("just some text\nnot a transcript\n", "not a recognised transcript"),
+        ('{"foo": 1}\n', "not a recognised transcript"),
+        ("[1, 2, 3]", "no conversation"),
+    ],
+)
+def test_bad_files_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, content: str | None, fragment: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    if content is not None:
+        path.write_text(content)
+    assert main(["replay", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    with pytest.raises(TranscriptError):
+        load_transcripts(path)
+
+
+def test_forced_wrong_format_exits_2(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = shared_data / "transcripts/claude-code/short.jsonl"
+    assert main(["replay", str(path), "--format", "swe-agent", "--out", str(tmp_path)]) == 2
+    assert "not a swe-agent transcript" in capsys.readouterr().err
