@@ -113,3 +113,37 @@ def test_console_script_help_and_no_command() -> None:
     assert "demo" in result.stdout and "cleanup" in result.stdout
     result = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
     assert result.returncode == 2
+
+
+def test_inspect_describes_a_workspace(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    capsys.readouterr()
+    from agentscope_context_ext.longterm import LongTermMemory
+
+    LongTermMemory(out / "workspace").append("User prefers metric units", "Personal")
+    assert main(["inspect", str(out / "workspace")]) == 0
+    printed = capsys.readouterr().out
+    assert "summary: summary.md - Earlier conversation was compacted (2 time(s)" in printed
+    assert "dialog/2026-" in printed and " lines " in printed
+    assert "tool_result/:" in printed and "ttl 7 days" in printed
+    assert "Memory.md:" in printed and "Personal 1" in printed
+    assert "summarizer jobs: 0 pending, 0 failed" in printed
+
+
+def test_chat_without_a_key_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["chat"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("set DASHSCOPE_API_KEY or OPENAI_API_KEY") and "\n" not in err
+
+
+@pytest.mark.parametrize("command", ["demo", "replay", "inspect", "cleanup", "consolidate", "chat"])
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    assert "usage: agentscope-context " + command in capsys.readouterr().out

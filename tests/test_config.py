@@ -172,3 +172,18 @@ def test_assignment_is_validated() -> None:
     config = ContextConfig()
     with pytest.raises(ValueError, match="recent_n"):
         config.truncation.recent_n = -3
+
+
+@pytest.mark.parametrize("name", ["default.yaml", "small-window.yaml", "coding-agent.yaml"])
+def test_presets_are_valid(name: str) -> None:
+    config = ContextConfig.from_file(REPO / "configs" / name)
+    assert config.compaction.keep_recent_ratio < config.compaction.trigger_ratio
+
+
+def test_presets_say_what_they_are_for() -> None:
+    small = ContextConfig.from_file(REPO / "configs" / "small-window.yaml")
+    assert small.max_input_tokens == 32768 and small.truncation.first_max_bytes < 51200
+    coding = ContextConfig.from_file(REPO / "configs" / "coding-agent.yaml")
+    assert coding.truncation.first_max_bytes > 51200
+    assert coding.truncation.ttl_days > ContextConfig().truncation.ttl_days
+    assert coding.truncation.is_markdown("docs/SKILL.md")

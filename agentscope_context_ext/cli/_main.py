@@ -83,6 +83,23 @@ def _parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=Path("agentscope-context-replay"), help="output folder"
     )
 
+    inspect_cmd = commands.add_parser(
+        "inspect",
+        help="describe a workspace: summary, dialog, saved results, Memory.md",
+        description="Show the latest summary, dialog files and line counts, saved tool results "
+        "and their age, Memory.md size and sections, daily notes and Summarizer jobs.",
+    )
+    inspect_cmd.add_argument("workspace", type=Path, help="the workspace folder")
+    inspect_cmd.add_argument("--config", type=Path, help="YAML/JSON config file (for the TTL)")
+
+    chat = commands.add_parser(
+        "chat",
+        help="chat with an agent that has context management (needs an API key)",
+        description="An interactive ReActAgent with context management on. Uses DashScopeChatModel "
+        "when DASHSCOPE_API_KEY is set, else OpenAIChatModel when OPENAI_API_KEY is set.",
+    )
+    chat.add_argument("--config", type=Path, help="YAML/JSON config file")
+
     consolidate = commands.add_parser(
         "consolidate",
         help="merge the daily notes into Memory.md (for cron)",
@@ -115,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_consolidate(args)
         if args.command == "replay":
             return _cmd_replay(args)
+        if args.command == "inspect":
+            return _cmd_inspect(args)
+        if args.command == "chat":
+            return _cmd_chat(args)
     except (BadInput, ConfigError, WorkspaceError, TranscriptError) as exc:
         reason = " ".join(str(exc).split())
         print(f"agentscope-context {args.command}: {reason}", file=sys.stderr)
@@ -211,3 +232,24 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         if total["pair_violations"] == 0 and total["unexplained_over_window"] == 0
         else EXIT_ERROR
     )
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from ._inspect import inspect_workspace
+
+    if not args.workspace.is_dir():
+        raise BadInput(f"{args.workspace}: not a workspace directory")
+    inspect_workspace(args.workspace, _config(args.config).truncation.ttl_days, sys.stdout)
+    return EXIT_OK
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from ._chat import run_chat
+    from ._models import MODEL_ENV_VARS, NoModelError
+
+    config = _config(args.config)
+    try:
+        run_chat(config)
+    except NoModelError:
+        raise BadInput(f"chat needs a model: set {' or '.join(MODEL_ENV_VARS)}") from None
+    return EXIT_OK

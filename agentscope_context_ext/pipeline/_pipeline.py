@@ -20,7 +20,7 @@ from ..config import ContextConfig
 from ..events import EventBus
 from ..memory import ContextMemory, DialogRange, has_tool_results
 from ..tokens import TokenCounter
-from ..workspace import DialogStore, ToolResultStore
+from ..workspace import DialogStore, ToolResultStore, atomic_write_text
 from ._checker import ContextChecker, ContextCount
 from ._compactor import Compactor
 from ._cut import CutItem, choose_cut, valid_boundaries
@@ -29,6 +29,8 @@ from ._tool_results import ToolResultTruncator, TruncationOutcome
 logger = logging.getLogger("agentscope_context_ext")
 
 Notify = Callable[[str], Awaitable[None]]
+SUMMARY_FILE = "summary.md"
+"""The latest summary, rendered, in the workspace (the live one is in the agent's memory)."""
 
 _AFTER_COMPACTION_SHARE = 0.85
 """After a compaction the prompt must be below this share of the trigger (the no-thrash margin)."""
@@ -283,6 +285,7 @@ class ContextPipeline:
         new_refs = [DialogRange.from_ref(ref) for ref in refs]
         summary = summary.model_copy(update={"dialog_refs": [*summary.dialog_refs, *new_refs]})
         self.memory.set_summary(summary)
+        self._write_summary_file(summary)
         # ... and only then remove them from memory.
         removed_ids = [msg.id for msg in old]
         await self.memory.delete(removed_ids)
@@ -313,6 +316,15 @@ class ContextPipeline:
             f"saved to {where}, {kept} kept; summary by "
             f"{'the model' if summary.source == 'llm' else 'extraction'}."
         )
+
+    def _write_summary_file(self, summary) -> None:
+        """``<workspace>/summary.md``: the latest summary, for people (``agentscope-context inspect``)."""
+        try:
+            atomic_write_text(
+                self.parts.dialog_store.workspace / SUMMARY_FILE, summary.render() + "\n"
+            )
+        except OSError as exc:
+            logger.warning("cannot write %s: %s", SUMMARY_FILE, exc)
 
     async def _overflow_if_needed(self, count: ContextCount) -> ContextCount:
         if count.total <= self.trigger_tokens:
