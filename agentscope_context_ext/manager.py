@@ -146,7 +146,7 @@ class ContextManager:
         )
         self.pipeline = ContextPipeline(parts, notify=self._print_notice)
         self._original_model = agent.model
-        agent.model = UsageTap(agent.model, self.pipeline.record_usage)
+        agent.model = UsageTap(agent.model, self._record_usage)
         if compaction_model is self._original_model:
             # Summaries go to the real model, so their usage is not mistaken for the agent's.
             parts.compactor.model = self._original_model
@@ -307,6 +307,11 @@ class ContextManager:
     async def _on_compacted(self, msgs: list[Msg]) -> None:
         if self.summarizer is not None:
             self.summarizer.submit(render_for_summary(msgs))
+
+    async def _record_usage(self, provider_input_tokens: int) -> None:
+        # The prompt just sent was built from the memory as it is now: count it exactly.
+        count = await self.pipeline.count(self._sys_prompt(), self._tool_schemas())
+        self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
 
     async def _memory_written(self, tool: str, details: dict[str, Any]) -> None:
         await self.bus.emit("memory_written", tool=tool, **details)

@@ -24,10 +24,11 @@ class UsageTap(ChatModelBase):
 
     Args:
         inner (`ChatModelBase`): The real model.
-        on_usage (`Callable[[int], None]`): Called with ``usage.input_tokens`` of each response.
+        on_usage (`Callable[[int], Any]`): Called (and awaited, if async) with
+            ``usage.input_tokens`` of each response.
     """
 
-    def __init__(self, inner: ChatModelBase, on_usage: Callable[[int], None]) -> None:
+    def __init__(self, inner: ChatModelBase, on_usage: Callable[[int], Any]) -> None:
         # ChatModelBase.__init__ only sets model_name/stream, which are delegated here.
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "_on_usage", on_usage)
@@ -55,7 +56,7 @@ class UsageTap(ChatModelBase):
         response = await self.inner(*args, **kwargs)
         if inspect.isasyncgen(response):
             return self._relay(response)
-        self._report(response)
+        await self._report(response)
         return response
 
     async def _relay(
@@ -65,14 +66,16 @@ class UsageTap(ChatModelBase):
         async for chunk in chunks:
             last = chunk
             yield chunk
-        self._report(last)
+        await self._report(last)
 
-    def _report(self, response: Any) -> None:
+    async def _report(self, response: Any) -> None:
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "input_tokens", None)
         if isinstance(tokens, int) and tokens > 0:
             # Bookkeeping must never break a model call.
             try:
-                self._on_usage(tokens)
+                result = self._on_usage(tokens)
+                if inspect.isawaitable(result):
+                    await result
             except Exception:
                 logger.exception("usage callback failed")

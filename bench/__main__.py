@@ -11,9 +11,23 @@ import sys
 import time
 from pathlib import Path
 
-from . import b1_hook_overhead, b2_token_accuracy, b5_truncation
+from . import (
+    b1_hook_overhead,
+    b2_token_accuracy,
+    b3_replay_invariants,
+    b4_prefix_stability,
+    b5_truncation,
+    b6_replay_throughput,
+)
 
-BENCHMARKS = {"B1": b1_hook_overhead, "B2": b2_token_accuracy, "B5": b5_truncation}
+BENCHMARKS = {
+    "B1": b1_hook_overhead,
+    "B2": b2_token_accuracy,
+    "B3": b3_replay_invariants,
+    "B4": b4_prefix_stability,
+    "B5": b5_truncation,
+    "B6": b6_replay_throughput,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,6 +56,7 @@ class ContextMemory(MemoryBase):
         self._epoch = 0
         self._pending: list[str] = []
         self._tool_inputs: dict[str, dict[str, Any]] = {}
+        self._result_ids: dict[str, None] = {}
 
     # ------------------------------------------------------------ MemoryBase
 
@@ -104,6 +105,7 @@ class ContextMemory(MemoryBase):
         self._compressed_summary = ""
         self._pending.clear()
         self._tool_inputs.clear()
+        self._result_ids.clear()
         self._reset_tracking()
 
     async def get_memory(
@@ -228,6 +230,10 @@ class ContextMemory(MemoryBase):
         if msg.id not in self._pending:
             self._pending.append(msg.id)
 
+    def result_messages(self) -> list[Msg]:
+        """Messages carrying tool results, oldest first (kept as an index, not scanned)."""
+        return [self._index[msg_id] for msg_id in self._result_ids]
+
     def tool_input(self, call_id: str) -> dict[str, Any]:
         """The input of the most recent ``tool_use`` with this id (empty if unknown)."""
         return self._tool_inputs.get(call_id, {})
@@ -237,6 +243,7 @@ class ContextMemory(MemoryBase):
         existing = list(self.content)
         self.content.clear()
         self._index.clear()
+        self._result_ids.clear()
         for msg, marks in [*msgs, *existing]:
             if msg.id not in self._index:
                 self._append(msg, list(marks))
@@ -261,6 +268,7 @@ class ContextMemory(MemoryBase):
         self._index = {}
         self._pending = []
         self._tool_inputs = {}
+        self._result_ids = {}
         for item in state_dict.get("content", []):
             if isinstance(item, list | tuple) and len(item) == 2:
                 msg_dict, marks = item
@@ -287,6 +295,7 @@ class ContextMemory(MemoryBase):
                     self._tool_inputs[str(block.get("id"))] = dict(block.get("input") or {})
         if has_tool_results(msg):
             self._pending.append(msg.id)
+            self._result_ids[msg.id] = None
 
     def _remove_where(self, predicate) -> int:
         kept = []
@@ -295,6 +304,7 @@ class ContextMemory(MemoryBase):
             if predicate(msg, marks):
                 removed += 1
                 self._index.pop(msg.id, None)
+                self._result_ids.pop(msg.id, None)
                 self._removed.add(msg.id)
                 self._changed.discard(msg.id)
             else:

@@ -4,18 +4,27 @@ System prompt + summary message + messages + tool schemas, counted incrementally
 is counted once (through the agent's own formatter when there is one, so the count is that of
 what is actually sent) and recounted only when the memory reports it changed. A step with no
 new message re-tokenizes nothing.
+
+Tokenizing is deferred while it cannot matter: a byte-level BPE token covers at least one byte,
+so a message's UTF-8 size (doubled for non-ASCII text, which Unicode normalisation can expand)
+plus its template overhead bounds its token count from above. While the bounded total stays
+under the compaction trigger, new messages are not tokenized at all; the moment it could cross,
+every pending message is counted exactly. ``count(exact=True)`` always counts exactly.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
 
 from ..memory import ContextMemory
 from ..tokens import TokenCounter
+from ..truncation import encoded_size
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -34,6 +43,8 @@ class ContextCount:
     """The tool JSON schemas."""
     calibration: int = 0
     """Shift learned from the provider's reported usage (``calibrate_with_usage``)."""
+    estimated: bool = False
+    """``messages`` is an upper bound (some new messages not tokenized yet, far from the trigger)."""
 
     @property
     def total(self) -> int:
@@ -54,10 +65,12 @@ class ContextChecker:
         self.counter = counter
         self.formatter = formatter
         self._counts: dict[str, int] = {}
+        self._bounds: dict[str, int] = {}
         self._messages_total = 0
         self._epoch: int | None = None
         self._system: tuple[str, int] | None = None
         self._head: tuple[tuple[str, ...], int] | None = None
+        self._tools_key: tuple[tuple, int] | None = None
         self.messages_counted = 0
         """How many message counts were computed (not served from the running total)."""
 
@@ -72,8 +85,9 @@ class ContextChecker:
         return self.counter.count_msg(msg)
 
     async def message_tokens(self, memory: ContextMemory) -> dict[str, int]:
-        """Per-message token counts, synced with the memory's changes."""
-        await self._sync(memory)
+        """Exact per-message token counts, synced with the memory's changes."""
+        self._sync(memory)
+        await self._resolve(memory)
         return self._counts
 
     async def count(
@@ -81,34 +95,96 @@ class ContextChecker:
         memory: ContextMemory,
         sys_prompt: str,
         tools: list[dict] | None = None,
+        exact_above: int | None = None,
     ) -> ContextCount:
-        """Count the prompt the agent would send now."""
-        await self._sync(memory)
+        """Count the prompt the agent would send now.
+
+        Args:
+            exact_above (`int | None`): ``None`` counts exactly. Otherwise new messages are only
+                bounded from above while the bounded total stays at or below this many tokens
+                (the result is then marked ``estimated``).
+        """
+        self._sync(memory)
+        head = await self._head_tokens(memory)
+        tools_tokens = self._tools_tokens(tools)
+        if exact_above is not None:
+            system = self._system_bound(sys_prompt)
+            approximate = bool(self._bounds) or self._exact_system(sys_prompt) is None
+            if approximate and system + head + tools_tokens + self._messages_total <= exact_above:
+                return ContextCount(
+                    system=system,
+                    head=head,
+                    messages=self._messages_total,
+                    tools=tools_tokens,
+                    estimated=True,
+                )
+        await self._resolve(memory)
         return ContextCount(
             system=await self._system_tokens(sys_prompt),
-            head=await self._head_tokens(memory),
+            head=head,
             messages=self._messages_total,
-            tools=self.counter.count_tools(tools),
+            tools=tools_tokens,
         )
 
-    async def _sync(self, memory: ContextMemory) -> None:
+    def _sync(self, memory: ContextMemory) -> None:
+        """Fold the memory's change log in: new or edited messages get an upper bound."""
         epoch, changed, removed = memory.drain_changes()
         if epoch != self._epoch:
             self._epoch = epoch
             self._counts = {}
-            for msg in memory.messages:
-                self._counts[msg.id] = await self.count_msg(msg)
-            self._messages_total = sum(self._counts.values())
+            self._bounds = {
+                msg.id: message_bound(msg, self.counter.media_token_cost) for msg in memory.messages
+            }
+            self._messages_total = sum(self._bounds.values())
             return
         for msg_id in removed:
-            self._messages_total -= self._counts.pop(msg_id, 0)
+            self._messages_total -= self._counts.pop(msg_id, 0) + self._bounds.pop(msg_id, 0)
         for msg_id in changed:
             msg = memory.get(msg_id)
             if msg is None:
                 continue
-            new = await self.count_msg(msg)
-            self._messages_total += new - self._counts.get(msg_id, 0)
-            self._counts[msg_id] = new
+            self._messages_total -= self._counts.pop(msg_id, 0) + self._bounds.pop(msg_id, 0)
+            bound = message_bound(msg, self.counter.media_token_cost)
+            self._bounds[msg_id] = bound
+            self._messages_total += bound
+
+    async def _resolve(self, memory: ContextMemory) -> None:
+        """Tokenize every message that only has a bound."""
+        for msg_id in list(self._bounds):
+            msg = memory.get(msg_id)
+            bound = self._bounds.pop(msg_id)
+            self._messages_total -= bound
+            if msg is None:
+                continue
+            exact = await self.count_msg(msg)
+            self._counts[msg_id] = exact
+            self._messages_total += exact
+
+    def _exact_system(self, sys_prompt: str) -> int | None:
+        if self._system is not None and self._system[0] == sys_prompt:
+            return self._system[1]
+        return None
+
+    def _system_bound(self, sys_prompt: str) -> int:
+        """The exact count if known, else a bound: a long system prompt is counted when needed."""
+        exact = self._exact_system(sys_prompt)
+        return exact if exact is not None else _MESSAGE_OVERHEAD + _text_bound(sys_prompt)
+
+    def _tools_tokens(self, tools: list[dict] | None) -> int:
+        """Tokens of the tool schemas, recounted only when the tool set changes.
+
+        Serialising the schemas costs more than the rest of a step, and they change only when a
+        tool is added, removed or re-described: the cache key is each tool's name, description
+        size and parameters.
+        """
+        if not tools:
+            return 0
+        key = tuple(_tool_key(tool) for tool in tools)
+        if self._tools_key is not None and self._tools_key[0] == key:
+            return self._tools_key[1]
+        tokens = self.counter.count_tools(tools)
+        self._tools_key = (key, tokens)
+        return tokens
 
     async def _system_tokens(self, sys_prompt: str) -> int:
         if self._system is None or self._system[0] != sys_prompt:
@@ -122,3 +198,76 @@ class ContextChecker:
         if self._head is None or self._head[0] != key:
             self._head = (key, sum([await self.count_msg(msg) for msg in head]))
         return self._head[1]
+
+
+_MESSAGE_OVERHEAD = 64
+"""Bytes of chat template around a formatted message (role line, delimiters), rounded up."""
+_BLOCK_OVERHEAD = 64
+"""Bytes of template around a tool call or tool result (JSON keys, tags), rounded up."""
+_MEDIA_TEXT_OVERHEAD = 256
+"""Bytes a formatter may add as text around a media block (e.g. promoted tool-result images)."""
+
+
+def message_bound(msg: Msg, media_token_cost: int) -> int:
+    """An upper bound of ``msg``'s token count, without tokenizing it.
+
+    A byte-level BPE token covers at least one byte of the rendered text, so the rendered size
+    bounds the count; non-ASCII text counts double because Unicode normalisation (NFC) can
+    expand some characters before tokenizing.
+    """
+    content = msg.content
+    if isinstance(content, str):
+        return _MESSAGE_OVERHEAD + _text_bound(content)
+    total = _MESSAGE_OVERHEAD
+    for block in content:
+        total += _block_bound(block, media_token_cost)
+    return total
+
+
+def _block_bound(block: Any, media_token_cost: int) -> int:
+    if not isinstance(block, dict):
+        return _text_bound(str(block))
+    kind = block.get("type")
+    if kind == "text":
+        return _text_bound(str(block.get("text", ""))) + 2
+    if kind == "thinking":
+        return _text_bound(str(block.get("thinking", ""))) + 2
+    if kind in ("image", "audio", "video"):
+        return media_token_cost + _MEDIA_TEXT_OVERHEAD
+    if kind == "tool_use":
+        arguments = json.dumps(block.get("input", {}), ensure_ascii=False, default=str)
+        return (
+            _BLOCK_OVERHEAD
+            + _MESSAGE_OVERHEAD
+            + _text_bound(arguments)
+            + _text_bound(str(block.get("name", "")))
+        )
+    if kind == "tool_result":
+        output = block.get("output")
+        if isinstance(output, list):
+            inner = sum(_block_bound(item, media_token_cost) for item in output)
+        else:
+            inner = _text_bound(
+                output
+                if isinstance(output, str)
+                else json.dumps(output, ensure_ascii=False, default=str)
+            )
+        return _BLOCK_OVERHEAD + _MESSAGE_OVERHEAD + inner
+    return _text_bound(json.dumps(block, ensure_ascii=False, default=str))
+
+
+def _text_bound(text: str) -> int:
+    return len(text) if text.isascii() else 2 * encoded_size(text)
+
+
+def _tool_key(tool: dict) -> tuple:
+    function = tool.get("function", {}) if isinstance(tool, dict) else {}
+    parameters = function.get("parameters") or {}
+    properties = parameters.get("properties") or {}
+    return (
+        function.get("name"),
+        len(str(function.get("description", ""))),
+        tuple(sorted(properties)),
+        sum(len(str(value)) for value in properties.values()),
+        tuple(parameters.get("required") or ()),
+    )

@@ -18,7 +18,7 @@ from agentscope.message import Msg
 
 from ..config import ContextConfig
 from ..events import EventBus
-from ..memory import ContextMemory, DialogRange, has_tool_results
+from ..memory import ContextMemory, DialogRange
 from ..tokens import TokenCounter
 from ..workspace import DialogStore, ToolResultStore, atomic_write_text
 from ._checker import ContextChecker, ContextCount
@@ -73,10 +73,9 @@ class ContextPipeline:
         self.on_compacted: Callable[[list[Msg]], Awaitable[None]] | None = None
         """Called with the messages each successful compaction removed (the Summarizer)."""
 
-    def record_usage(self, provider_input_tokens: int) -> None:
-        """Compare the provider's count of the last prompt with ours (SPEC 5.1)."""
-        ours = self.last_raw_total
-        if ours <= 0:
+    def record_usage(self, provider_input_tokens: int, ours: int) -> None:
+        """Compare the provider's count of a prompt with ours (SPEC 5.1)."""
+        if ours <= 0 or provider_input_tokens <= 0:
             return
         self.bus.stats.token_count_error = round(
             (ours - provider_input_tokens) / provider_input_tokens, 5
@@ -114,7 +113,7 @@ class ContextPipeline:
 
     def old_result_messages(self, include_recent: bool = False) -> list[Msg]:
         """Tool-result messages outside the last ``recent_n`` (all of them with ``include_recent``)."""
-        result_msgs = [msg for msg in self.memory.messages if has_tool_results(msg)]
+        result_msgs = self.memory.result_messages()
         recent = self.config.truncation.recent_n
         if include_recent or recent == 0:
             return result_msgs
@@ -177,24 +176,33 @@ class ContextPipeline:
         await self._maybe_cleanup()
         if self.config.truncation.retruncate == "eager":
             await self.run_stage_two()
-        count = await self.count(sys_prompt, tools)
+        count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
         if self.config.truncation.retruncate == "batched":
             due = count.total > self.trigger_tokens
             if await self.run_stage_two(force=due):
-                count = await self.count(sys_prompt, tools)
+                count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
         if self.config.compaction.enabled and count.total > self.trigger_tokens:
             count = await self.compact(sys_prompt, tools, count)
         return count
 
-    async def count(self, sys_prompt: str, tools: list[dict] | None) -> ContextCount:
-        """Count the prompt now and record it in the stats."""
-        count = await self.parts.checker.count(self.memory, sys_prompt, tools)
-        self.last_raw_total = count.total
+    async def count(
+        self, sys_prompt: str, tools: list[dict] | None, exact_above: int | None = None
+    ) -> ContextCount:
+        """Count the prompt now and record it in the stats.
+
+        With ``exact_above``, new messages are only bounded while the total cannot pass it
+        (see ``ContextChecker``); the stats record exact counts only.
+        """
+        count = await self.parts.checker.count(
+            self.memory, sys_prompt, tools, exact_above=exact_above
+        )
         if self.config.calibrate_with_usage and self.calibration:
             count = dataclasses.replace(count, calibration=self.calibration)
-        stats = self.bus.stats
-        stats.last_prompt_tokens = count.total
-        stats.peak_prompt_tokens = max(stats.peak_prompt_tokens, count.total)
+        if not count.estimated:
+            self.last_raw_total = count.total - count.calibration
+            stats = self.bus.stats
+            stats.last_prompt_tokens = count.total
+            stats.peak_prompt_tokens = max(stats.peak_prompt_tokens, count.total)
         return count
 
     async def compact(

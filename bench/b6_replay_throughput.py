@@ -1,0 +1,77 @@
+"""B6 - replay throughput: the whole replay of the largest shared transcript, and the share of
+its wall time spent in the hooks beyond import and parsing. Target: hooks < 5% of the replay.
+
+The replay itself formats and counts the full prompt at every step (to report what the model
+would have seen); that measuring is the replay's work, not the hooks'. The hooks are the
+``pre_reasoning`` and ``post_acting`` calls, timed inside the replay."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+from agentscope_context_ext import ContextConfig
+from agentscope_context_ext.replay import load_transcripts, replay_transcript
+
+from .b3_replay_invariants import shared_files
+
+TITLE = "replay throughput of the largest shared transcript"
+
+
+def run(quick: bool = False) -> dict:
+    """Measure and return the B6 record."""
+    logging.getLogger("as").setLevel(logging.ERROR)
+    largest = max(shared_files(), key=lambda p: p.stat().st_size)
+    rows = []
+    for window in (32768, 131072):
+        started = time.perf_counter()
+        transcripts = load_transcripts(largest)
+        parse_seconds = time.perf_counter() - started
+        hook_seconds = 0.0
+        replay_seconds = 0.0
+        steps = 0
+        for transcript in transcripts[: 40 if quick else None]:
+            with tempfile.TemporaryDirectory() as workspace:
+                result = asyncio.run(
+                    replay_transcript(
+                        transcript, ContextConfig(), Path(workspace), window, check_recovery=False
+                    )
+                )
+            hook_seconds += result.seconds_hooks
+            replay_seconds += result.seconds_total
+            steps += len(result.steps)
+        rows.append(
+            {
+                "transcript": largest.name,
+                "window": window,
+                "steps": steps,
+                "parse_seconds": round(parse_seconds, 3),
+                "replay_seconds": round(replay_seconds, 3),
+                "hook_seconds": round(hook_seconds, 3),
+                "hook_share": round(hook_seconds / replay_seconds, 4) if replay_seconds else 0.0,
+            }
+        )
+    worst = max(r["hook_share"] for r in rows)
+    return {
+        "id": "B6",
+        "what": TITLE,
+        "rows": rows,
+        "worst_hook_share": worst,
+        "target": "hooks < 5% of the replay's wall time",
+        "target_met": worst < 0.05,
+    }
+
+
+def table(record: dict) -> str:
+    lines = [
+        "| transcript | window | steps | parse (s) | replay (s) | hooks (s) | hooks share |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in record["rows"]:
+        lines.append(
+            f"| {r['transcript']} | {r['window']:,} | {r['steps']:,} | {r['parse_seconds']} | {r['replay_seconds']} | {r['hook_seconds']} | {r['hook_share']:.1%} |"
+        )
+    return "\n".join(lines)
