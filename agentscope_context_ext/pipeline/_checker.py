@@ -175,7 +175,7 @@ class ContextChecker:
 
         Serialising the schemas costs more than the rest of a step, and they change only when a
         tool is added, removed or re-described: the cache key is each tool's name, description
-        size and parameters.
+        size and parameter names.
         """
         if not tools:
             return 0
@@ -267,7 +267,6 @@ def _tool_key(tool: dict) -> tuple:
     return (
         function.get("name"),
         len(str(function.get("description", ""))),
-        tuple(sorted(properties)),
-        sum(len(str(value)) for value in properties.values()),
+        tuple(properties),
         tuple(parameters.get("required") or ()),
     )

@@ -66,6 +66,7 @@ class ContextPipeline:
         self.bus = parts.bus
         self.notify = notify
         self._gain_cache: dict[tuple[str, str], int] = {}
+        self._stage_two_done: set[str] = set()
         self._failed_at: int | None = None
         self._overflow_state: tuple[int, int] | None = None
         self.last_raw_total = 0
@@ -129,20 +130,27 @@ class ContextPipeline:
         if not self.config.truncation.enabled:
             return 0
         truncator = self.parts.truncator
-        candidates = truncator.stage_two_candidates(self.old_result_messages(include_recent))
+        # A message whose results all went through stage two never needs another look.
+        old = [
+            m for m in self.old_result_messages(include_recent) if m.id not in self._stage_two_done
+        ]
+        candidates = truncator.stage_two_candidates(old)
         if not candidates:
+            self._stage_two_done.update(m.id for m in old)
             return 0
         if self.config.truncation.retruncate == "batched" and not force:
             gain = sum(self._estimated_gain(msg, block) for msg, block in candidates)
             if gain < self.config.truncation.retruncate_min_gain_tokens:
                 return 0
         saved = 0
+        failed: set[str] = set()
         for msg, block in candidates:
             try:
                 outcome = truncator.stage_two_block(
                     msg, block, self.memory.tool_input(str(block.get("id")))
                 )
             except Exception as exc:  # noqa: BLE001 - leave this block as it is
+                failed.add(msg.id)
                 await self.bus.emit("warning", where="stage_two", error=repr(exc)[:300])
                 continue
             self._gain_cache.pop((msg.id, str(block.get("id"))), None)
@@ -150,6 +158,7 @@ class ContextPipeline:
                 self.memory.touch(msg.id)
                 saved += outcome.tokens_before - outcome.tokens_after
                 await self._emit_truncation("tool_result_retruncated", outcome)
+        self._stage_two_done.update(m.id for m in old if m.id not in failed)
         return saved
 
     def _estimated_gain(self, msg: Msg, block: dict) -> int:

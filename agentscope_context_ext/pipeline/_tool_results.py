@@ -62,7 +62,7 @@ class TruncationOutcome:
     bytes_after: int
     """Size of the text after."""
     tokens_before: int
-    """Tokens of the text before."""
+    """Tokens of the text before (estimated from the excerpt's tokens per byte)."""
     tokens_after: int
     """Tokens of the text after."""
     bytes_offloaded: int = 0
@@ -151,7 +151,7 @@ class ToolResultTruncator:
             }
             if fitted == text:
                 return None
-            return self._apply(block, fitted, media, 1, name, source, text, before_bytes, 0)
+            return self._apply(block, fitted, media, 1, name, source, before_bytes, 0)
 
         if before_bytes <= limit and self._tokens_fit(text, before_bytes):
             states[call_id] = {"stage": 1, "markdown": markdown}
@@ -167,7 +167,7 @@ class ToolResultTruncator:
             return None
         truncated = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
         states[call_id] = {"stage": 1, "path": path, "bytes": before_bytes, "markdown": markdown}
-        return self._apply(block, truncated, media, 1, name, path, text, before_bytes, before_bytes)
+        return self._apply(block, truncated, media, 1, name, path, before_bytes, before_bytes)
 
     # ------------------------------------------------------------ stage two
 
@@ -224,9 +224,7 @@ class ToolResultTruncator:
         state["stage"] = 2
         if new_text == text and not replaced:
             return None
-        return self._apply(
-            block, new_text, media, 2, name, path, text, before_bytes, offloaded, replaced
-        )
+        return self._apply(block, new_text, media, 2, name, path, before_bytes, offloaded, replaced)
 
     # ------------------------------------------------------------ internals
 
@@ -238,21 +236,27 @@ class ToolResultTruncator:
         stage: int,
         name: str,
         path: str | None,
-        old_text: str,
         before_bytes: int,
         offloaded: int,
         replaced: int = 0,
     ) -> TruncationOutcome:
         block["output"] = _rebuild_output(new_text, media, block.get("output"))
+        after_bytes = encoded_size(new_text)
+        tokens_after = self.counter.count_text(new_text)
+        # Tokenizing a 200 KB original only to report "tokens saved" would cost more than the
+        # whole step: the excerpt is a sample of the same text, so scale its count by size.
+        tokens_before = (
+            round(tokens_after * before_bytes / after_bytes) if after_bytes else tokens_after
+        )
         return TruncationOutcome(
             stage=stage,
             call_id=str(block.get("id")),
             tool=name,
             path=path,
             bytes_before=before_bytes,
-            bytes_after=encoded_size(new_text),
-            tokens_before=self.counter.count_text(old_text),
-            tokens_after=self.counter.count_text(new_text),
+            bytes_after=after_bytes,
+            tokens_before=max(tokens_before, tokens_after),
+            tokens_after=tokens_after,
             bytes_offloaded=offloaded,
             media_replaced=replaced,
         )
