@@ -91,8 +91,8 @@ class TruncationConfig(_Section):
     """File extensions that get the Markdown limits, matched on the real extension."""
     exempt_tools: list[str] = Field(default_factory=list)
     """Tools whose results are never truncated."""
-    retruncate: Literal["eager", "batched"] = "eager"
-    """Stage two every step (``eager``), or only when it pays off (``batched``)."""
+    retruncate: Literal["eager", "batched"] = "batched"
+    """Stage two when it frees enough or compaction is due (``batched``: stable prefix), or every step (``eager``)."""
     retruncate_min_gain_tokens: int = Field(2000, ge=0)
     """``batched``: re-truncate between compactions only when this many tokens are freed."""
     max_window_share: float = Field(0.25, gt=0.0, le=1.0)

@@ -456,7 +456,12 @@ async def test_images_are_counted_by_media_cost_and_replaced_when_old(workspace:
     agent.set_console_output_enabled(False)
     manager = enable_context_management(
         agent,
-        {"workspace": str(workspace), "max_input_tokens": 32768, "truncation": {"recent_n": 2}},
+        {
+            "workspace": str(workspace),
+            "max_input_tokens": 32768,
+            # eager: the placeholder appears as soon as the image is old (batched waits for gain)
+            "truncation": {"recent_n": 2, "retruncate": "eager"},
+        },
     )
     counts = []
 

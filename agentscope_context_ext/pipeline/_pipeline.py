@@ -165,16 +165,22 @@ class ContextPipeline:
         key = (msg.id, str(block.get("id")))
         if key not in self._gain_cache:
             output = block.get("output")
+            media = 0
             if isinstance(output, list):
+                media = sum(
+                    1
+                    for b in output
+                    if isinstance(b, dict) and b.get("type") in ("image", "audio", "video")
+                )
                 output = "\n".join(str(b.get("text", "")) for b in output if isinstance(b, dict))
             text = str(output or "")
             size = len(text.encode("utf-8", errors="replace"))
             limit = self.config.truncation.second_max_bytes
-            if size <= limit:
-                self._gain_cache[key] = 0
-            else:
+            gain = media * self.parts.counter.media_token_cost  # old media become placeholders
+            if size > limit:
                 tokens = self.parts.counter.count_text(text)
-                self._gain_cache[key] = max(0, int(tokens * (1 - limit / size)) - 80)
+                gain += max(0, int(tokens * (1 - limit / size)) - 80)
+            self._gain_cache[key] = gain
         return self._gain_cache[key]
 
     # ------------------------------------------------------------ check + compact
