@@ -95,7 +95,7 @@ def table(record: dict) -> str:
     ]
     for r in record["rows"]:
         lines.append(
-            f"| {r['transcript'][:34]} | {r['window']:,} | {r['steps']:,} | {r['peak_prompt_tokens']:,} | {r['mean_prompt_tokens']:,} | "
+            f"| {r['transcript']} | {r['window']:,} | {r['steps']:,} | {r['peak_prompt_tokens']:,} | {r['mean_prompt_tokens']:,} | "
             f"{r['over_window']} | {r['compactions']} | {r['truncations']} | {r['retruncations']} | {r['pair_violations']} | "
             f"{'yes' if r['recoverable'] else 'NO'} | {r['tokens_saved']:,} |"
         )

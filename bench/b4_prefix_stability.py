@@ -47,7 +47,7 @@ def table(record: dict) -> str:
     ]
     for r in record["rows"]:
         lines.append(
-            f"| {r['transcript'][:34]} | {r['eager']:.1%} | {r['batched']:.1%} | {r['eager_mean_tokens']:,} | "
+            f"| {r['transcript']} | {r['eager']:.1%} | {r['batched']:.1%} | {r['eager_mean_tokens']:,} | "
             f"{r['batched_mean_tokens']:,} | {r['eager_compactions']} | {r['batched_compactions']} |"
         )
     lines.append(
