@@ -106,16 +106,18 @@ class ContextChecker:
         """
         self._sync(memory)
         head = await self._head_tokens(memory)
-        tools_tokens = self._tools_tokens(tools)
         if exact_above is not None:
             system = self._system_bound(sys_prompt)
-            approximate = bool(self._bounds) or self._exact_system(sys_prompt) is None
-            if approximate and system + head + tools_tokens + self._messages_total <= exact_above:
+            tools_bound, tools_exact = self._tools_bound(tools)
+            approximate = (
+                bool(self._bounds) or self._exact_system(sys_prompt) is None or not tools_exact
+            )
+            if approximate and system + head + tools_bound + self._messages_total <= exact_above:
                 return ContextCount(
                     system=system,
                     head=head,
                     messages=self._messages_total,
-                    tools=tools_tokens,
+                    tools=tools_bound,
                     estimated=True,
                 )
         await self._resolve(memory)
@@ -123,7 +125,7 @@ class ContextChecker:
             system=await self._system_tokens(sys_prompt),
             head=head,
             messages=self._messages_total,
-            tools=tools_tokens,
+            tools=self._tools_tokens(tools),
         )
 
     def _sync(self, memory: ContextMemory) -> None:
@@ -169,6 +171,18 @@ class ContextChecker:
         """The exact count if known, else a bound: a long system prompt is counted when needed."""
         exact = self._exact_system(sys_prompt)
         return exact if exact is not None else _MESSAGE_OVERHEAD + _text_bound(sys_prompt)
+
+    def _tools_bound(self, tools: list[dict] | None) -> tuple[int, bool]:
+        """(tokens, exact) of the tool schemas: the cached exact count for this tool set, else
+        their serialised size as a bound (not cached: the exact count replaces it when needed)."""
+        if not tools:
+            return 0, True
+        key = tuple(_tool_key(tool) for tool in tools)
+        if self._tools_key is not None and self._tools_key[0] == key:
+            return self._tools_key[1], True
+        return _text_bound(
+            json.dumps(tools, ensure_ascii=False, default=str)
+        ) + _MESSAGE_OVERHEAD, False
 
     def _tools_tokens(self, tools: list[dict] | None) -> int:
         """Tokens of the tool schemas, recounted only when the tool set changes.

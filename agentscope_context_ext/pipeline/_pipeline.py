@@ -139,9 +139,13 @@ class ContextPipeline:
             self._stage_two_done.update(m.id for m in old)
             return 0
         if self.config.truncation.retruncate == "batched" and not force:
-            gain = sum(self._estimated_gain(msg, block) for msg, block in candidates)
-            if gain < self.config.truncation.retruncate_min_gain_tokens:
-                return 0
+            gains = [self._estimated_gain(msg, block) for msg, block in candidates]
+            if sum(gains) < self.config.truncation.retruncate_min_gain_tokens:
+                # Blocks with nothing to cut change no byte of the prompt: settle them now, so
+                # they are not looked at again; the others wait until the gain is worth it.
+                waiting = {msg.id for (msg, _), gain in zip(candidates, gains, strict=True) if gain}
+                candidates = [c for c, gain in zip(candidates, gains, strict=True) if not gain]
+                old = [m for m in old if m.id not in waiting]
         saved = 0
         failed: set[str] = set()
         for msg, block in candidates:
