@@ -16,6 +16,7 @@ Public API (everything a user needs is importable from here):
 """
 
 from ._version import __version__
+from .agent import ContextReActAgent
 from .config import (
     CompactionConfig,
     ContextConfig,
@@ -27,7 +28,7 @@ from .config import (
 from .errors import ConfigError, ContextExtError, WorkspaceError
 from .events import ContextEvent, ContextStats
 from .longterm import LongTermMemory, consolidate
-from .manager import ContextManager, ContextReActAgent, enable_context_management
+from .manager import ContextManager, enable_context_management
 from .memory import CompactSummary, ContextMemory
 from .tokens import TokenCounter, get_token_counter
 from .tools import make_dialog_tools, make_memory_tools, make_read_file_tool

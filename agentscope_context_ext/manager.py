@@ -5,7 +5,7 @@
     from agentscope_context_ext import enable_context_management
 
     manager = enable_context_management(agent, "configs/small-window.yaml")
-    ...
+    await agent(Msg("user", "Summarise the logs in ./logs", "user"))
     print(manager.stats.as_dict())
 
 ``enable_context_management`` swaps ``agent.memory`` for a :class:`ContextMemory` holding the
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,15 +33,8 @@ from agentscope.model import ChatModelBase
 from .config import ContextConfig
 from .errors import ContextExtError
 from .events import ContextEvent, ContextStats, EventBus
-from .longterm import (
-    ConsolidationResult,
-    ConsolidationScheduler,
-    LongTermMemory,
-    SummarizerService,
-    SummarizerSettings,
-    consolidate,
-    last_consolidation,
-)
+from .longterm import ConsolidationResult, LongTermMemory, SummarizerService
+from .longterm._service import LongTermMemoryService
 from .memory import ContextMemory
 from .pipeline import (
     Compactor,
@@ -51,10 +43,9 @@ from .pipeline import (
     ContextPipeline,
     PipelineParts,
     ToolResultTruncator,
-    render_for_summary,
 )
 from .tokens import get_token_counter, known_max_input_tokens
-from .tools import make_dialog_tools, make_memory_tools, make_read_file_tool
+from .tools import make_dialog_tools, make_read_file_tool
 from .usage import UsageTap
 from .workspace import DialogStore, ToolResultStore, ensure_directory
 
@@ -62,16 +53,6 @@ logger = logging.getLogger("agentscope_context_ext")
 
 HOOK_NAME = "agentscope_context_ext"
 NOTICE_NAME = "context"
-MEMORY_BLOCK_START = "<long-term-memory>"
-MEMORY_BLOCK_END = "</long-term-memory>"
-_MEMORY_BLOCK_RE = re.compile(r"\n*<long-term-memory>.*?</long-term-memory>\n?", re.S)
-MEMORY_GUIDE = """You have a long-term memory that lasts beyond this conversation, in the workspace:
-- memory_append(text, section): a durable fact worth remembering next time, e.g. a user \
-preference (section "Personal") or a lesson from a failed attempt (section "Try-Error Notes");
-- memory_edit(old_text, new_text): correct a fact that changed;
-- daily_note(text): what you did or learned today (merged into Memory.md daily);
-- memory_read(): the whole file.
-Do not store task progress or file contents there."""
 
 
 class ContextManager:
@@ -151,13 +132,20 @@ class ContextManager:
             # Summaries go to the real model, so their usage is not mistaken for the agent's.
             parts.compactor.model = self._original_model
         self._register_tools(share_tokens)
-        self.long_term: LongTermMemory | None = None
-        self.summarizer: SummarizerService | None = None
-        self.scheduler: ConsolidationScheduler | None = None
-        self._memory_version: object = None
-        self._started = False
+        self.long_term_service: LongTermMemoryService | None = None
         if config.long_term_memory.enabled:
-            self._setup_long_term_memory()
+            service = LongTermMemoryService(
+                agent,
+                config,
+                self.workspace,
+                _compaction_model(self._original_model, config.long_term_memory.model),
+                self.counter.count_text,
+                self.bus.emit,
+            )
+            self.long_term_service = service
+            self._register(service.agent_tools())
+            if service.summarizer is not None:
+                self.pipeline.on_compacted = service.on_compacted
         self._register_hooks()
         self._closed = False
 
@@ -190,16 +178,26 @@ class ContextManager:
             force=True,
         )
 
+    @property
+    def long_term(self) -> LongTermMemory | None:
+        """``Memory.md`` and the daily notes (``None`` when long-term memory is off)."""
+        return self.long_term_service.memory if self.long_term_service else None
+
+    @property
+    def summarizer(self) -> SummarizerService | None:
+        """The background Summarizer (``None`` when off)."""
+        return self.long_term_service.summarizer if self.long_term_service else None
+
     async def drain(self) -> None:
         """Wait until every pending Summarizer job is done (or recorded as failed)."""
-        if self.summarizer is not None:
-            await self.summarizer.drain()
+        if self.long_term_service is not None:
+            await self.long_term_service.drain()
 
     async def consolidate_now(self) -> ConsolidationResult | None:
         """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
-        if self.long_term is None:
+        if self.long_term_service is None:
             return None
-        return await self._consolidate()
+        return await self.long_term_service.consolidate()
 
     async def count(self) -> ContextCount:
         """The token count of the prompt the agent would send now."""
@@ -216,10 +214,8 @@ class ContextManager:
         for name in self._tool_names:
             if name in self.agent.toolkit.tools:
                 self.agent.toolkit.remove_tool_function(name)
-        if self.scheduler is not None:
-            self.scheduler.stop()
-        if isinstance(getattr(self.agent, "_sys_prompt", None), str):
-            self.agent._sys_prompt = _MEMORY_BLOCK_RE.sub("", self.agent._sys_prompt)
+        if self.long_term_service is not None:
+            self.long_term_service.close()
         if (
             isinstance(self.agent.model, UsageTap)
             and self.agent.model.inner is self._original_model
@@ -242,8 +238,9 @@ class ContextManager:
     async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
         started = time.perf_counter()
         try:
-            self._start_background()
-            self._refresh_memory_prompt()
+            if self.long_term_service is not None:
+                self.long_term_service.start()
+                self.long_term_service.refresh_prompt()
             await self.pipeline.before_reasoning(self._sys_prompt(), self._tool_schemas())
         except Exception as exc:
             logger.exception("context pipeline failed")
@@ -259,102 +256,10 @@ class ContextManager:
             await self.memory.add(incoming)
         await self._pre_reasoning(agent, kwargs)
 
-    # --------------------------------------------------------- long-term memory
-
-    def _setup_long_term_memory(self) -> None:
-        settings = self.config.long_term_memory
-        self.long_term = LongTermMemory(self.workspace, backups_kept=settings.backups_kept)
-        if self.config.tools.memory:
-            self._register(make_memory_tools(self.long_term, self._memory_written, writer="agent"))
-        model = _compaction_model(self._original_model, settings.model)
-        self._consolidation_model = model
-        if settings.summarize_on_compaction:
-            memory = self.long_term
-            self.summarizer = SummarizerService(
-                memory,
-                model,
-                self.agent.formatter,
-                tools=lambda: make_memory_tools(memory, self._memory_written, writer="summarizer")[
-                    :3
-                ],
-                emit=self.bus.emit,
-                settings=SummarizerSettings(
-                    retries=settings.summarizer_retries,
-                    backoff_seconds=settings.retry_backoff_seconds,
-                ),
-            )
-            self.pipeline.on_compacted = self._on_compacted
-        if settings.consolidation_time != "off":
-            self.scheduler = ConsolidationScheduler(
-                settings.consolidation_time,
-                run=self._consolidate,
-                last_run=lambda: last_consolidation(self.long_term),
-            )
-
-    def _start_background(self) -> None:
-        """Resume journaled Summarizer jobs and start the daily scheduler, on the first hook
-        call (the event loop runs only from then on)."""
-        if self._started:
-            return
-        self._started = True
-        if self.summarizer is not None:
-            resumed = self.summarizer.resume_pending()
-            if resumed:
-                logger.info("resuming %d journaled summarizer job(s)", resumed)
-        if self.scheduler is not None:
-            self.scheduler.start()
-
-    async def _on_compacted(self, msgs: list[Msg]) -> None:
-        if self.summarizer is not None:
-            self.summarizer.submit(render_for_summary(msgs))
-
     async def _record_usage(self, provider_input_tokens: int) -> None:
         # The prompt just sent was built from the memory as it is now: count it exactly.
         count = await self.pipeline.count(self._sys_prompt(), self._tool_schemas())
         self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
-
-    async def _memory_written(self, tool: str, details: dict[str, Any]) -> None:
-        await self.bus.emit("memory_written", tool=tool, **details)
-
-    async def _consolidate(self) -> ConsolidationResult:
-        settings = self.config.long_term_memory
-        result = await consolidate(
-            self.long_term,
-            self._consolidation_model,
-            self.agent.formatter,
-            max_bytes=settings.max_bytes,
-            on_write=self._memory_written,
-        )
-        await self.bus.emit(
-            "consolidated",
-            status=result.status,
-            notes=result.notes,
-            backup=result.backup,
-            bytes=result.bytes_after,
-        )
-        return result
-
-    def _refresh_memory_prompt(self) -> None:
-        """Put the memory guide and the current Memory.md in the system prompt, re-rendered only
-        when the file changed, so that the prompt prefix stays byte-stable."""
-        if self.long_term is None or not isinstance(getattr(self.agent, "_sys_prompt", None), str):
-            return
-        version = self.long_term.version()
-        if version == self._memory_version and MEMORY_BLOCK_START in self.agent._sys_prompt:
-            return
-        self._memory_version = version
-        base = _MEMORY_BLOCK_RE.sub("", self.agent._sys_prompt)
-        block = MEMORY_GUIDE if self.config.tools.memory else ""
-        content = self.long_term.read().strip()
-        limit = self.config.long_term_memory.inject_max_tokens
-        if content and limit > 0:
-            block += f"\n\nCurrent Memory.md:\n{_bounded_by_tokens(content, limit, self.counter.count_text)}"
-        if not block:
-            self.agent._sys_prompt = base
-            return
-        self.agent._sys_prompt = (
-            f"{base}\n\n{MEMORY_BLOCK_START}\n{block.strip()}\n{MEMORY_BLOCK_END}"
-        )
 
     # --------------------------------------------------------------- helpers
 
@@ -459,33 +364,6 @@ def enable_context_management(
     return manager
 
 
-class ContextReActAgent(ReActAgent):
-    """A ``ReActAgent`` with context management enabled from its constructor.
-
-    Takes every ``ReActAgent`` argument plus ``context_config`` (a ``ContextConfig``, a dict or a
-    YAML/JSON path). The manager is ``agent.context_manager``.
-
-    Example:
-        .. code-block:: python
-
-            agent = ContextReActAgent(
-                name="assistant", sys_prompt="You are helpful.", model=model,
-                formatter=DashScopeChatFormatter(), toolkit=toolkit,
-                context_config={"max_input_tokens": 32768},
-            )
-    """
-
-    def __init__(
-        self,
-        *args: Any,
-        context_config: ContextConfig | dict | str | Path | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.context_manager: ContextManager | None = None
-        enable_context_management(self, context_config)
-
-
 def _adopt_memory(agent: Any) -> ContextMemory:
     """Replace ``agent.memory`` with a ContextMemory holding the same messages and marks."""
     old = agent.memory
@@ -517,15 +395,3 @@ def _compaction_model(model: ChatModelBase, name: str | None) -> ChatModelBase:
     clone = copy.copy(model)
     clone.model_name = name
     return clone
-
-
-def _bounded_by_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:
-    """``text`` cut at a line boundary to at most ``limit`` tokens, saying so when cut."""
-    if count(text) <= limit:
-        return text
-    kept: list[str] = []
-    for line in text.split("\n"):
-        if count("\n".join([*kept, line])) > limit:
-            break
-        kept.append(line)
-    return "\n".join(kept) + "\n(... Memory.md continues: call memory_read for the rest)"

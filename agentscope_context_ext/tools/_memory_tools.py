@@ -11,7 +11,7 @@ from typing import Any
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
-from ..longterm import LongTermMemory, MemoryInputError
+from ..longterm._store import LongTermMemory, MemoryInputError
 
 MemoryTool = Callable[..., Coroutine[Any, Any, ToolResponse]]
 WriteListener = Callable[[str, dict[str, Any]], Any]
