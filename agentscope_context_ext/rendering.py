@@ -15,9 +15,23 @@ from agentscope.message import Msg
 
 from .truncation import split_notice
 
-__all__ = ["block_text", "message_text", "render_message"]
+__all__ = ["block_text", "message_text", "output_text", "render_message"]
 
 _MEDIA_TYPES = ("image", "audio", "video")
+
+
+def output_text(output: Any) -> str:
+    """The text of a tool result's ``output``: a string, or its text blocks joined by newlines
+    (as stage one joins them before saving)."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "\n".join(
+            str(item.get("text", ""))
+            for item in output
+            if isinstance(item, dict) and item.get("type") == "text"
+        )
+    return "" if output is None else str(output)
 
 
 def block_text(block: dict[str, Any], max_chars: int | None = None) -> str:

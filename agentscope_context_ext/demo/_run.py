@@ -24,6 +24,7 @@ from agentscope.tool import Toolkit
 
 from ..config import ContextConfig
 from ..manager import enable_context_management
+from ..rendering import output_text
 from ..replay._checks import prompt_pair_violations
 from ..replay._report import Curve, write_report
 from ..testing import ModelCall, ScriptedChatModel
@@ -209,13 +210,7 @@ def _missing_offloads(msgs: list[Msg], dialog: DialogStore, workspace: Path) -> 
         for block in msg.content:
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
-            output = block.get("output")
-            text = (
-                output
-                if isinstance(output, str)
-                else "".join(str(b.get("text", "")) for b in output or [] if isinstance(b, dict))
-            )
-            parts = split_notice(text)
+            parts = split_notice(output_text(block.get("output")))
             if (
                 parts
                 and parts[1].file_path.startswith("tool_result/")

@@ -19,6 +19,7 @@ from agentscope.message import Msg
 from ..config import ContextConfig
 from ..events import EventBus
 from ..memory import ContextMemory, DialogRange
+from ..rendering import output_text
 from ..tokens import TokenCounter
 from ..workspace import DialogStore, ToolResultStore, atomic_write_text
 from ._checker import ContextChecker, ContextCount
@@ -176,8 +177,7 @@ class ContextPipeline:
                     for b in output
                     if isinstance(b, dict) and b.get("type") in ("image", "audio", "video")
                 )
-                output = "\n".join(str(b.get("text", "")) for b in output if isinstance(b, dict))
-            text = str(output or "")
+            text = output_text(output)
             size = len(text.encode("utf-8", errors="replace"))
             limit = self.config.truncation.second_max_bytes
             gain = media * self.parts.counter.media_token_cost  # old media become placeholders

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from agentscope.message import Msg
 
 from ..memory import SECTION_TITLES, CompactSummary
-from ..rendering import block_text
+from ..rendering import block_text, output_text
 from ..truncation import split_notice
 
 _BLOCK_CHARS = 1500
@@ -224,7 +224,7 @@ def _tool_progress(msgs: Sequence[Msg]) -> list[str]:
                 calls[str(block.get("id"))] = f"{block.get('name')}({arguments})"
             elif block.get("type") == "tool_result":
                 call = calls.get(str(block.get("id")), f"{block.get('name')}(...)")
-                text = _output_text(block.get("output"))
+                text = output_text(block.get("output"))
                 parts = split_notice(text)
                 first_line = (parts[0] if parts else text).strip().splitlines()[:1]
                 outcome = "error" if first_line and _ERROR_HINT_RE.match(first_line[0]) else "ok"
@@ -240,22 +240,10 @@ def _offload_paths(msg: Msg) -> list[str]:
     paths = []
     for block in msg.content:
         if isinstance(block, dict) and block.get("type") == "tool_result":
-            parts = split_notice(_output_text(block.get("output")))
+            parts = split_notice(output_text(block.get("output")))
             if parts is not None:
                 paths.append(parts[1].file_path)
     return paths
-
-
-def _output_text(output: object) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(
-            str(item.get("text", ""))
-            for item in output
-            if isinstance(item, dict) and item.get("type") == "text"
-        )
-    return str(output)
 
 
 def _msg_text(msg: Msg) -> str:
