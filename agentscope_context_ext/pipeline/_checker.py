@@ -71,6 +71,7 @@ class ContextChecker:
         self._system: tuple[str, int] | None = None
         self._head: tuple[tuple[str, ...], int] | None = None
         self._tools_key: tuple[tuple, int] | None = None
+        self._tools_bound_key: tuple[tuple, int] | None = None
         self.messages_counted = 0
         """How many message counts were computed (not served from the running total)."""
 
@@ -107,6 +108,7 @@ class ContextChecker:
         self._sync(memory)
         head = await self._head_tokens(memory)
         if exact_above is not None:
+            await self._narrow(memory, sys_prompt, head, tools, exact_above)
             system = self._system_bound(sys_prompt)
             tools_bound, tools_exact = self._tools_bound(tools)
             approximate = (
@@ -150,17 +152,49 @@ class ContextChecker:
             self._bounds[msg_id] = bound
             self._messages_total += bound
 
+    async def _narrow(
+        self,
+        memory: ContextMemory,
+        sys_prompt: str,
+        head: int,
+        tools: list[dict] | None,
+        limit: int,
+    ) -> None:
+        """Tokenize the largest unknowns (pending messages, the system prompt) first, and only
+        until the bounded total is back under ``limit``: a bound under it decides as well as an
+        exact count would."""
+        pending = sorted(self._bounds, key=self._bounds.__getitem__, reverse=True)
+        index = 0
+        while True:
+            system = self._system_bound(sys_prompt)
+            tools_bound, _ = self._tools_bound(tools)
+            if system + head + tools_bound + self._messages_total <= limit:
+                return
+            system_unknown = self._exact_system(sys_prompt) is None
+            next_bound = self._bounds.get(pending[index], 0) if index < len(pending) else -1
+            if system_unknown and system >= next_bound:
+                await self._system_tokens(sys_prompt)
+            elif index < len(pending):
+                await self._resolve_one(memory, pending[index])
+                index += 1
+            else:
+                return
+
     async def _resolve(self, memory: ContextMemory) -> None:
         """Tokenize every message that only has a bound."""
         for msg_id in list(self._bounds):
-            msg = memory.get(msg_id)
-            bound = self._bounds.pop(msg_id)
-            self._messages_total -= bound
-            if msg is None:
-                continue
-            exact = await self.count_msg(msg)
-            self._counts[msg_id] = exact
-            self._messages_total += exact
+            await self._resolve_one(memory, msg_id)
+
+    async def _resolve_one(self, memory: ContextMemory, msg_id: str) -> None:
+        """Replace one message's bound by its exact count."""
+        bound = self._bounds.pop(msg_id)
+        self._messages_total -= bound
+        msg = memory.get(msg_id)
+        if msg is None:
+            return
+        exact = await self.count_msg(msg)
+        self._counts[msg_id] = exact
+        self._messages_total += exact
 
     def _exact_system(self, sys_prompt: str) -> int | None:
         if self._system is not None and self._system[0] == sys_prompt:
@@ -174,15 +208,16 @@ class ContextChecker:
 
     def _tools_bound(self, tools: list[dict] | None) -> tuple[int, bool]:
         """(tokens, exact) of the tool schemas: the cached exact count for this tool set, else
-        their serialised size as a bound (not cached: the exact count replaces it when needed)."""
+        their serialised size as a bound (also cached per tool set)."""
         if not tools:
             return 0, True
         key = tuple(_tool_key(tool) for tool in tools)
         if self._tools_key is not None and self._tools_key[0] == key:
             return self._tools_key[1], True
-        return _text_bound(
-            json.dumps(tools, ensure_ascii=False, default=str)
-        ) + _MESSAGE_OVERHEAD, False
+        if self._tools_bound_key is None or self._tools_bound_key[0] != key:
+            size = _text_bound(json.dumps(tools, ensure_ascii=False, default=str))
+            self._tools_bound_key = (key, size + _MESSAGE_OVERHEAD)
+        return self._tools_bound_key[1], False
 
     def _tools_tokens(self, tools: list[dict] | None) -> int:
         """Tokens of the tool schemas, recounted only when the tool set changes.
