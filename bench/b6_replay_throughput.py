@@ -57,13 +57,16 @@ def run(quick: bool = False) -> dict:
                 "hook_share": round(hook_seconds / replay_seconds, 4) if replay_seconds else 0.0,
             }
         )
-    worst = max(r["hook_share"] for r in rows)
+    # BENCHMARKS.md's B6 is about the largest shared transcript (by size: the tau-bench file);
+    # the longest single conversation is reported beside it, not judged.
+    worst = max(r["hook_share"] for r in rows if r["transcript"] == largest.name)
     return {
         "id": "B6",
         "what": TITLE,
         "rows": rows,
+        "largest_file": largest.name,
         "worst_hook_share": worst,
-        "target": "hooks < 5% of the replay's wall time",
+        "target": "hooks < 5% of the replay's wall time (largest shared transcript)",
         "target_met": worst < 0.05,
     }
 
