@@ -66,9 +66,10 @@ class ContextStats:
     messages_compacted: int = 0
     """Messages moved from memory to ``dialog/``."""
     last_prompt_tokens: int = 0
-    """The context size the last check counted."""
+    """The context size the last exact check counted (far below the trigger a check only bounds
+    the size and is not recorded; ``await manager.count()`` is always exact)."""
     peak_prompt_tokens: int = 0
-    """The largest context size any check counted."""
+    """The largest context size an exact check counted."""
     token_count_error: float | None = None
     """Relative gap between our count and the provider's reported input tokens (last call)."""
     hook_seconds: float = 0.0
