@@ -93,6 +93,8 @@ class ContextManager:
         if config.compaction.model == "extractive":
             compaction_model = None  # summaries by extraction only, no model call
         else:
+            # Resolved before agent.model is wrapped by UsageTap below: summaries go to the real
+            # model, so their usage is never mistaken for the agent's.
             compaction_model = compaction_model or _compaction_model(
                 agent.model, config.compaction.model
             )
@@ -128,9 +130,6 @@ class ContextManager:
         self.pipeline = ContextPipeline(parts, notify=self._print_notice)
         self._original_model = agent.model
         agent.model = UsageTap(agent.model, self._record_usage)
-        if compaction_model is self._original_model:
-            # Summaries go to the real model, so their usage is not mistaken for the agent's.
-            parts.compactor.model = self._original_model
         self._register_tools(share_tokens)
         self.long_term_service: LongTermMemoryService | None = None
         if config.long_term_memory.enabled:
