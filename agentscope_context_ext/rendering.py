@@ -15,7 +15,7 @@ from agentscope.message import Msg
 
 from .truncation import split_notice
 
-__all__ = ["block_text", "message_text", "output_text", "render_message"]
+__all__ = ["block_text", "message_text", "offload_paths", "output_text", "render_message"]
 
 _MEDIA_TYPES = ("image", "audio", "video")
 
@@ -32,6 +32,19 @@ def output_text(output: Any) -> str:
             if isinstance(item, dict) and item.get("type") == "text"
         )
     return "" if output is None else str(output)
+
+
+def offload_paths(msg: Msg) -> list[str]:
+    """The files named by the truncation notices of ``msg``'s tool results."""
+    if not isinstance(msg.content, list):
+        return []
+    paths = []
+    for block in msg.content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            parts = split_notice(output_text(block.get("output")))
+            if parts is not None:
+                paths.append(parts[1].file_path)
+    return paths
 
 
 def block_text(block: dict[str, Any], max_chars: int | None = None) -> str:

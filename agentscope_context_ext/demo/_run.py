@@ -24,11 +24,10 @@ from agentscope.tool import Toolkit
 
 from ..config import ContextConfig
 from ..manager import enable_context_management
-from ..rendering import output_text
+from ..rendering import offload_paths
 from ..replay._checks import prompt_pair_violations
 from ..replay._report import Curve, write_report
 from ..testing import ModelCall, ScriptedChatModel
-from ..truncation import split_notice
 from ..workspace import DialogStore
 from ._plan import exploration_plan
 from ._tools import make_explorer_tools
@@ -203,18 +202,9 @@ async def _run(
 def _missing_offloads(msgs: list[Msg], dialog: DialogStore, workspace: Path) -> int:
     """Notices (in memory or dialog/) whose file does not exist: must be 0."""
     everything = list(msgs) + [record.msg for record in dialog.iter_records()]
-    missing = 0
-    for msg in everything:
-        if not isinstance(msg.content, list):
-            continue
-        for block in msg.content:
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
-            parts = split_notice(output_text(block.get("output")))
-            if (
-                parts
-                and parts[1].file_path.startswith("tool_result/")
-                and not (workspace / parts[1].file_path).is_file()
-            ):
-                missing += 1
-    return missing
+    return sum(
+        1
+        for msg in everything
+        for path in offload_paths(msg)
+        if path.startswith("tool_result/") and not (workspace / path).is_file()
+    )

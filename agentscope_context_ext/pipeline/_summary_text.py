@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from agentscope.message import Msg
 
 from ..memory import SECTION_TITLES, CompactSummary
-from ..rendering import block_text, output_text
+from ..rendering import block_text, offload_paths, output_text
 from ..truncation import split_notice
 
 _BLOCK_CHARS = 1500
@@ -198,7 +198,7 @@ def merge_summaries(previous: CompactSummary | None, new: CompactSummary) -> Com
 def ensure_critical(summary: CompactSummary, msgs: Sequence[Msg]) -> CompactSummary:
     """Add the offloaded-file paths of ``msgs`` the summary lost (they make outputs recoverable)."""
     present = "\n".join(summary.critical_context + summary.progress)
-    missing = [path for m in msgs for path in _offload_paths(m) if path not in present]
+    missing = [path for m in msgs for path in offload_paths(m) if path not in present]
     if not missing:
         return summary
     items = _dedupe([*summary.critical_context, *missing])[-_MAX_ITEMS["critical_context"] :]
@@ -232,18 +232,6 @@ def _tool_progress(msgs: Sequence[Msg]) -> list[str]:
                 saved = f"; full output: {parts[1].file_path}" if parts else ""
                 lines.append(f"{call} -> {outcome}: {detail}{saved}")
     return lines[-_MAX_ITEMS["progress"] :]
-
-
-def _offload_paths(msg: Msg) -> list[str]:
-    if not isinstance(msg.content, list):
-        return []
-    paths = []
-    for block in msg.content:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            parts = split_notice(output_text(block.get("output")))
-            if parts is not None:
-                paths.append(parts[1].file_path)
-    return paths
 
 
 def _msg_text(msg: Msg) -> str:
