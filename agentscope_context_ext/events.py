@@ -31,8 +31,6 @@ EventType = Literal[
     "warning",
 ]
 
-EVENT_TYPES: tuple[str, ...] = EventType.__args__  # type: ignore[attr-defined]
-
 
 @dataclass(frozen=True)
 class ContextEvent:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -208,8 +207,3 @@ class SummarizerService:
         prompt = f"Current Memory.md:\n{current}\n\nConversation excerpt leaving the context:\n{transcript}"
         reply = await agent(Msg("user", prompt, "user"))
         return reply.get_text_content() or ""
-
-
-def journal_dir(workspace: str | os.PathLike[str]) -> Path:
-    """Where Summarizer jobs are journaled."""
-    return Path(workspace) / "memory" / "jobs"

@@ -72,12 +72,9 @@ class ContextChecker:
         self._head: tuple[tuple[str, ...], int] | None = None
         self._tools_key: tuple[tuple, int] | None = None
         self._tools_bound_key: tuple[tuple, int] | None = None
-        self.messages_counted = 0
-        """How many message counts were computed (not served from the running total)."""
 
     async def count_msg(self, msg: Msg) -> int:
         """Tokens of one message as the formatter sends it."""
-        self.messages_counted += 1
         if self.formatter is not None:
             try:
                 return self.counter.count_formatted(await self.formatter.format([msg]))
