@@ -44,6 +44,14 @@ class _Section(BaseModel):
     )
 
 
+SUMMARY_WINDOW_SHARE = 0.05
+"""``max_summary_tokens: null`` gives the summary this share of the window ..."""
+MIN_AUTO_SUMMARY_TOKENS = 512
+"""... but at least this many tokens ..."""
+MAX_AUTO_SUMMARY_TOKENS = 4096
+"""... and at most this many (about Claude Code's own summaries on a 200k window)."""
+
+
 class CompactionConfig(_Section):
     """When and how the oldest conversation is summarised (SPEC 4)."""
 
@@ -59,8 +67,15 @@ class CompactionConfig(_Section):
     """Language of the summary; ``auto`` follows the user's language."""
     model: str | None = None
     """Model name for summaries; ``null``: the agent's own model; ``extractive``: no model at all."""
-    max_summary_tokens: int = Field(2048, ge=128)
-    """Upper bound of the summary message's size in tokens."""
+    max_summary_tokens: int | None = Field(None, ge=256)
+    """Size of the summary message in tokens; ``null``: 5% of the window, 512 to 4096."""
+
+    def summary_tokens(self, max_input_tokens: int) -> int:
+        """The summary's token budget for a window of ``max_input_tokens``."""
+        if self.max_summary_tokens is not None:
+            return self.max_summary_tokens
+        share = int(max_input_tokens * SUMMARY_WINDOW_SHARE)
+        return max(MIN_AUTO_SUMMARY_TOKENS, min(MAX_AUTO_SUMMARY_TOKENS, share))
 
     @model_validator(mode="after")
     def _keep_below_trigger(self) -> CompactionConfig:

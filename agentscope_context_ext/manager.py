@@ -120,6 +120,7 @@ class ContextManager:
                 )
                 if compaction_model is not agent.model
                 else self.max_input_tokens,
+                budget_tokens=config.compaction.summary_tokens(self.max_input_tokens),
                 language=config.compaction.summary_language,
             ),
             dialog_store=self.dialog_store,

@@ -11,7 +11,7 @@ from agentscope.message import Msg
 from agentscope.session import JSONSession
 
 from agentscope_context_ext import CompactSummary, ContextMemory
-from agentscope_context_ext.memory import DialogRange
+from agentscope_context_ext.memory import DialogRef
 
 
 def msgs(n: int) -> list[Msg]:
@@ -80,7 +80,7 @@ async def test_summary_comes_first_with_a_stable_id() -> None:
     summary = CompactSummary(
         goal=["g"],
         progress=["p"],
-        dialog_refs=[DialogRange(file="dialog/2026-12-02.jsonl", first_line=1, last_line=4)],
+        dialog_refs=[DialogRef(file="dialog/2026-12-02.jsonl", first_line=1, last_line=4)],
     )
     memory.set_summary(summary)
     first = await memory.get_memory()
@@ -103,7 +103,7 @@ async def test_state_round_trips_through_json_session(tmp_path: Path) -> None:
         CompactSummary(
             goal=["ship it"],
             source="extractive",
-            dialog_refs=[DialogRange(file="dialog/2026-12-02.jsonl", first_line=1, last_line=9)],
+            dialog_refs=[DialogRef(file="dialog/2026-12-02.jsonl", first_line=1, last_line=9)],
         )
     )
     session = JSONSession(save_dir=str(tmp_path))

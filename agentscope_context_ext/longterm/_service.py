@@ -13,8 +13,9 @@ from typing import Any
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
+from ..agentscope1._convert import to_views
 from ..config import ContextConfig
-from ..pipeline import render_for_summary
+from ..core.summary import render_for_summary
 from ..tools import make_memory_tools
 from ._consolidation import (
     ConsolidationResult,
@@ -116,7 +117,7 @@ class LongTermMemoryService:
     async def on_compacted(self, msgs: list[Msg]) -> None:
         """Give the messages a compaction removed to the Summarizer (in the background)."""
         if self.summarizer is not None:
-            self.summarizer.submit(render_for_summary(msgs))
+            self.summarizer.submit(render_for_summary(to_views(msgs)))
 
     async def drain(self) -> None:
         """Wait for every pending Summarizer job."""

@@ -21,7 +21,8 @@ from typing import Any
 from agentscope.memory import MemoryBase
 from agentscope.message import Msg
 
-from ._summary import CompactSummary
+from ..core.summary import CompactSummary
+from ._summary import summary_to_msg
 
 META_KEY = "agentscope_context_ext"
 """Key in ``Msg.metadata`` under which this package records per-result truncation state."""
@@ -176,7 +177,7 @@ class ContextMemory(MemoryBase):
             return None
         if self._summary_msg is None:
             msg_id = f"context-summary-{self.compact_summary.compactions}"
-            self._summary_msg = self.compact_summary.to_msg(msg_id)
+            self._summary_msg = summary_to_msg(self.compact_summary, msg_id)
         return self._summary_msg
 
     def head_messages(self) -> list[Msg]:

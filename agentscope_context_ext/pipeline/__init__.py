@@ -5,14 +5,6 @@ from ._checker import ContextChecker, ContextCount
 from ._compactor import CompactionResult, Compactor
 from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
 from ._pipeline import ContextPipeline, PipelineParts
-from ._summary_text import (
-    ensure_critical,
-    extractive_summary,
-    merge_summaries,
-    parse_summary,
-    render_for_summary,
-    summary_language,
-)
 from ._tool_results import ToolResultTruncator, TruncationOutcome
 
 __all__ = [
@@ -26,12 +18,6 @@ __all__ = [
     "ToolResultTruncator",
     "TruncationOutcome",
     "choose_cut",
-    "ensure_critical",
-    "extractive_summary",
-    "merge_summaries",
-    "parse_summary",
-    "render_for_summary",
-    "summary_language",
     "tool_pairs",
     "valid_boundaries",
 ]

@@ -2,9 +2,10 @@
 (SPEC 4 step 3, 4.2).
 
 LLM path first: the compaction model (by default the agent's own model and formatter) answers
-with six Markdown sections, parsed into ``CompactSummary``; an unusable answer is retried once
-with a stricter instruction. If both attempts fail (error, timeout, empty, unparsable) the
-extractive summary is used. The result is never an error string and never empty.
+with six Markdown sections, parsed into ``CompactSummary`` and fitted to the summary budget; an
+unusable answer is retried once with a stricter instruction. If both attempts fail (error,
+timeout, empty, unparsable) the extractive summary is used. The result is never an error string
+and never empty.
 """
 
 from __future__ import annotations
@@ -19,41 +20,20 @@ from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
-from ..memory import CompactSummary
-from ..tokens import TokenCounter
-from ._summary_text import (
-    ensure_critical,
+from ..core.messages import Message
+from ..core.summary import (
+    CompactSummary,
+    DialogRef,
+    compaction_prompt,
     extractive_summary,
+    fit_summary,
     parse_summary,
-    render_for_summary,
+    render_messages,
     summary_language,
 )
+from ..tokens import TokenCounter
 
 logger = logging.getLogger("agentscope_context_ext")
-
-INSTRUCTION = """You compact the earlier part of an AI agent's working conversation into a memo \
-that replaces it in the agent's context. The agent will continue the task from your memo alone, \
-so keep every fact it needs: the user's goal and constraints in their own words, what was done \
-and with what outcome (including failures and why), decisions and their reasons, what remains, \
-and every identifier, file path, URL, number and offloaded-file path (tool_result/...) that may \
-be needed again. Merge the previous memo (if any) with the new messages; drop only what is \
-obsolete.
-
-Answer with exactly these Markdown sections, each a bullet list, and nothing else:
-## Goal
-## Constraints
-## Progress
-## Key Decisions
-## Next Steps
-## Critical Context
-
-Write the memo in {language}."""
-
-STRICT_SUFFIX = """
-
-Your previous answer could not be used. Reply with ONLY the six sections above, each heading \
-on its own line starting with "## ", each item on its own line starting with "- ". No preamble, \
-no code fences, no closing remarks."""
 
 
 @dataclass
@@ -74,8 +54,10 @@ class Compactor:
     Args:
         model (`ChatModelBase | None`): The compaction model; ``None`` means extractive only.
         formatter (`FormatterBase | None`): Formats the compaction prompt for ``model``.
-        counter (`TokenCounter`): Measures the input, to split it for the model's window.
+        counter (`TokenCounter`): Measures the input (to split it for the model's window) and
+            the summary (to fit it in its budget).
         max_input_tokens (`int`): The compaction model's window.
+        budget_tokens (`int`): Size of the whole summary message, in tokens.
         language (`str`): ``auto`` or a language name.
         timeout (`float`): Seconds one model call may take.
     """
@@ -86,6 +68,7 @@ class Compactor:
         formatter: FormatterBase | None,
         counter: TokenCounter,
         max_input_tokens: int,
+        budget_tokens: int,
         language: str = "auto",
         timeout: float = 120.0,
     ) -> None:
@@ -93,55 +76,88 @@ class Compactor:
         self.formatter = formatter
         self.counter = counter
         self.max_input_tokens = max_input_tokens
+        self.budget_tokens = budget_tokens
         self.language = language
         self.timeout = timeout
+        # The sections share the budget with the header and the dialog path guide.
+        frame = CompactSummary(
+            dialog_refs=[DialogRef(file="dialog/2026-01-01.jsonl", first_line=1, last_line=1)]
+        ).render()
+        self.section_tokens = max(budget_tokens - counter.count_text(frame) - 16, 128)
 
     async def summarize(
         self,
-        msgs: Sequence[Msg],
+        msgs: Sequence[Message],
         previous: CompactSummary | None,
         extra_instruction: str | None = None,
     ) -> CompactionResult:
         """Summarise ``msgs`` merged with ``previous``."""
-        result = CompactionResult(summary=ensure_critical(extractive_summary(msgs, previous), msgs))
+        language = summary_language(msgs, self.language)
+        result = CompactionResult(summary=CompactSummary())
+        summary = None
         if self.model is None or self.formatter is None:
             result.failures.append("no compaction model")
-            return result
-        language = summary_language(msgs, self.language)
-        summary = previous
-        for chunk in self._chunks(msgs):
-            attempt = await self._summarize_chunk(
-                chunk, summary, language, extra_instruction, result
+        else:
+            summary = await self._model_summary(msgs, previous, language, extra_instruction, result)
+        if summary is None:
+            summary = extractive_summary(
+                msgs,
+                previous,
+                budget_tokens=self.section_tokens,
+                count_tokens=self.counter.count_text,
+                language=language,
             )
-            if attempt is None:
-                result.summary = ensure_critical(extractive_summary(msgs, previous), msgs)
-                return result
-            summary = attempt
-        assert summary is not None
-        result.summary = ensure_critical(summary, msgs)
+        result.summary = summary.model_copy(
+            update={
+                "compactions": previous.compactions + 1 if previous else 1,
+                "dialog_refs": list(previous.dialog_refs) if previous else [],
+            }
+        )
         return result
 
-    async def _summarize_chunk(
+    async def _model_summary(
         self,
-        msgs: Sequence[Msg],
+        msgs: Sequence[Message],
         previous: CompactSummary | None,
         language: str,
         extra_instruction: str | None,
         result: CompactionResult,
     ) -> CompactSummary | None:
-        instruction = INSTRUCTION.format(language=language)
-        if extra_instruction:
-            instruction += f"\n\nAdditional instruction from the user: {extra_instruction}"
-        content = ""
-        if previous is not None:
-            content += f"# Previous memo\n{previous.to_markdown()}\n\n"
-        content += f"# New messages\n{render_for_summary(msgs)}"
+        """The model's summary, chunk by chunk, fitted to the budget; ``None`` if it failed."""
+        summary = previous
+        for rendered in self._chunks(render_messages(msgs)):
+            attempt = await self._summarize_chunk(
+                rendered, summary, language, extra_instruction, result
+            )
+            if attempt is None:
+                return None
+            summary = attempt
+        assert summary is not None
+        return fit_summary(
+            summary, msgs, budget_tokens=self.section_tokens, count_tokens=self.counter.count_text
+        )
+
+    async def _summarize_chunk(
+        self,
+        rendered: str,
+        previous: CompactSummary | None,
+        language: str,
+        extra_instruction: str | None,
+        result: CompactionResult,
+    ) -> CompactSummary | None:
         for strict in (False, True):
+            instruction, content = compaction_prompt(
+                rendered,
+                previous,
+                language=language,
+                max_tokens=self.section_tokens,
+                extra_instruction=extra_instruction,
+                strict=strict,
+            )
             result.attempts += 1
             try:
                 answer = await asyncio.wait_for(
-                    self._call(instruction + (STRICT_SUFFIX if strict else ""), content),
-                    timeout=self.timeout,
+                    self._call(instruction, content), timeout=self.timeout
                 )
             except Exception as exc:  # noqa: BLE001 - any model failure: retry, then extract
                 result.failures.append(f"{type(exc).__name__}: {exc}"[:300])
@@ -150,12 +166,7 @@ class Compactor:
             if parsed is None:
                 result.failures.append("unusable answer" if answer.strip() else "empty answer")
                 continue
-            return parsed.model_copy(
-                update={
-                    "compactions": (previous.compactions + 1) if previous else 1,
-                    "dialog_refs": list(previous.dialog_refs) if previous else [],
-                }
-            )
+            return parsed
         return None
 
     async def _call(self, instruction: str, content: str) -> str:
@@ -177,16 +188,16 @@ class Compactor:
         ]
         return "\n".join(texts)
 
-    def _chunks(self, msgs: Sequence[Msg]) -> list[list[Msg]]:
-        """Split ``msgs`` so that each chunk's rendering fits in half the model's window."""
+    def _chunks(self, rendered: Sequence[str]) -> list[str]:
+        """The rendered messages joined into chunks that each fit in half the model's window."""
         budget = max(self.max_input_tokens // 2, 1024)
-        chunks: list[list[Msg]] = [[]]
+        chunks: list[list[str]] = [[]]
         used = 0
-        for msg in msgs:
-            tokens = self.counter.count_text(render_for_summary([msg]))
+        for text in rendered:
+            tokens = self.counter.count_text(text)
             if chunks[-1] and used + tokens > budget:
                 chunks.append([])
                 used = 0
-            chunks[-1].append(msg)
+            chunks[-1].append(text)
             used += tokens
-        return [chunk for chunk in chunks if chunk]
+        return ["\n\n".join(chunk) for chunk in chunks if chunk]

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 from agentscope.message import Msg
 
+from ..agentscope1._convert import to_views
 from ..config import ContextConfig
+from ..core.summary import merge_refs
 from ..events import EventBus
-from ..memory import ContextMemory, DialogRange
+from ..memory import ContextMemory
 from ..rendering import output_text
 from ..tokens import TokenCounter
 from ..workspace import DialogStore, ToolResultStore, atomic_write_text
@@ -246,9 +248,7 @@ class ContextPipeline:
         items = [_cut_item(msg, tokens.get(msg.id, 0)) for msg in msgs]
         # Keep the newest messages that fit in keep_recent_ratio of the window, and never so
         # much that system prompt + summary + tail would sit near the trigger again.
-        fixed = (
-            count.system + count.tools + max(count.head, self.config.compaction.max_summary_tokens)
-        )
+        fixed = count.system + count.tools + max(count.head, self.parts.compactor.budget_tokens)
         budget = min(
             int(self.config.compaction.keep_recent_ratio * window),
             int(self.trigger_tokens * _AFTER_COMPACTION_SHARE) - fixed,
@@ -285,7 +285,9 @@ class ContextPipeline:
             f"summarising {len(old)} older message(s), keeping the newest {kept}."
         )
         previous = self.memory.compact_summary
-        result = await self.parts.compactor.summarize(old, previous, extra_instruction)
+        # The summary reads truncated outputs whole again: it must not lose what an excerpt cut.
+        views = to_views(old, self.parts.tool_result_store.read_text)
+        result = await self.parts.compactor.summarize(views, previous, extra_instruction)
         summary = result.summary
         # SaveDialog (SPEC 4.4): raw messages to disk first, durably ...
         try:
@@ -309,8 +311,9 @@ class ContextPipeline:
         )
         # ... then the summary ...
         # The compactor carried the previous summary's references over; add the new ones.
-        new_refs = [DialogRange.from_ref(ref) for ref in refs]
-        summary = summary.model_copy(update={"dialog_refs": [*summary.dialog_refs, *new_refs]})
+        summary = summary.model_copy(
+            update={"dialog_refs": merge_refs([*summary.dialog_refs, *refs])}
+        )
         self.memory.set_summary(summary)
         self._write_summary_file(summary)
         # ... and only then remove them from memory.

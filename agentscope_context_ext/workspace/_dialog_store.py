@@ -21,6 +21,7 @@ from pathlib import Path
 
 from agentscope.message import Msg
 
+from ..core.summary import DialogRef
 from ..rendering import message_text
 from ._files import ensure_directory, file_lock
 
@@ -30,21 +31,6 @@ DIALOG_DIRNAME = "dialog"
 _FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
 _TIMESTAMP_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _CHUNK = 1 << 16
-
-
-@dataclass(frozen=True)
-class DialogRef:
-    """Where a run of saved messages is: a dialog file and an inclusive line range."""
-
-    file: str
-    """Workspace-relative path, e.g. ``dialog/2026-12-02.jsonl``."""
-    first_line: int
-    """First line (1-based) of the run."""
-    last_line: int
-    """Last line of the run."""
-
-    def __str__(self) -> str:
-        return f"{self.file} lines {self.first_line}-{self.last_line}"
 
 
 @dataclass(frozen=True)
@@ -134,7 +120,11 @@ class DialogStore:
             handle.write(prefix + b"".join(lines))
             handle.flush()
             os.fsync(handle.fileno())
-        return DialogRef(f"{DIALOG_DIRNAME}/{name}", existing + 1, existing + len(lines))
+        return DialogRef(
+            file=f"{DIALOG_DIRNAME}/{name}",
+            first_line=existing + 1,
+            last_line=existing + len(lines),
+        )
 
     # ------------------------------------------------------------------ reading
 

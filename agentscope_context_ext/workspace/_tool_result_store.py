@@ -100,6 +100,22 @@ class ToolResultStore:
         suffix = _MEDIA_TYPE_SUFFIX.get(media_type.lower().split(";")[0].strip(), "bin")
         return self._save(data, f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.{suffix}")
 
+    def read_text(self, relative_path: str, max_bytes: int = 4 << 20) -> str | None:
+        """The saved text a notice names, for the summary (at most ``max_bytes``).
+
+        Returns:
+            `str | None`: ``None`` when ``relative_path`` is not a file this store writes, is
+            missing, or cannot be read. Bytes that are not UTF-8 become replacement characters.
+        """
+        if not self.is_own_path(relative_path):
+            return None
+        path = self.directory / relative_path.replace("\\", "/").rpartition("/")[2]
+        try:
+            with open(path, "rb") as handle:
+                return handle.read(max_bytes).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
     def is_own_path(self, relative_path: str) -> bool:
         """Whether ``relative_path`` names a file this store writes (by shape, not existence)."""
         head, _, name = relative_path.replace("\\", "/").rpartition("/")

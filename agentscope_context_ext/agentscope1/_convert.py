@@ -1,0 +1,132 @@
+"""AgentScope 1.x ``Msg`` -> the core's neutral :class:`~agentscope_context_ext.core.messages.Message`.
+
+1.x content is a string or a list of ``TypedDict`` blocks (``text``, ``thinking``, ``tool_use``,
+``tool_result``, ``image``/``audio``/``video``). Tool outputs may be a string, a list of blocks,
+or anything a tool returned; non-text items are shown as JSON, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agentscope.message import Msg
+
+from ..core.messages import MEDIA_KINDS, Media, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..truncation import split_notice
+
+__all__ = ["output_text", "to_view", "to_views"]
+
+
+SavedText = Callable[[str], str | None]
+"""``tool_result/...`` path -> the saved full output (``None`` when it cannot be read)."""
+
+
+def to_view(msg: Msg, saved_text: SavedText | None = None) -> Message:
+    """The neutral view of one 1.x message.
+
+    Args:
+        msg (`Msg`): The message.
+        saved_text (`Callable[[str], str | None] | None`): Reads a saved full output; when
+            given, every tool result cut to an excerpt gets its ``full_text``.
+    """
+    content = msg.content
+    parts: list[Part] = []
+    if isinstance(content, str):
+        parts.append(Text(content))
+    elif isinstance(content, list):
+        for block in content:
+            part = _part(block, saved_text)
+            if part is not None:
+                parts.append(part)
+    return Message(
+        id=str(msg.id),
+        role=str(msg.role),
+        name=str(msg.name or ""),
+        timestamp=str(msg.timestamp or ""),
+        parts=tuple(parts),
+    )
+
+
+def to_views(msgs: Sequence[Msg], saved_text: SavedText | None = None) -> list[Message]:
+    """:func:`to_view` of each message."""
+    return [to_view(msg, saved_text) for msg in msgs]
+
+
+def output_text(output: Any) -> str:
+    """The text of a tool result's ``output``: a string, or its text items joined by newlines
+    (non-text, non-media items as JSON). The one definition every stage measures and cuts."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        texts = []
+        for item in output:
+            if isinstance(item, dict) and item.get("type") == "text":
+                texts.append(str(item.get("text", "")))
+            elif isinstance(item, dict) and item.get("type") in MEDIA_KINDS:
+                continue
+            elif isinstance(item, str):
+                texts.append(item)
+            else:
+                texts.append(_as_text(item))
+        return "\n".join(texts)
+    return _as_text(output)
+
+
+def _part(block: Any, saved_text: SavedText | None) -> Part | None:
+    if not isinstance(block, dict):
+        return Text(_as_text(block))
+    kind = block.get("type")
+    if kind == "text":
+        return Text(str(block.get("text", "")))
+    if kind == "thinking":
+        return Thinking(str(block.get("thinking", "")))
+    if kind == "tool_use":
+        arguments = block.get("input")
+        return ToolCall(
+            str(block.get("id")),
+            str(block.get("name")),
+            dict(arguments) if isinstance(arguments, dict) else {},
+        )
+    if kind == "tool_result":
+        output = block.get("output")
+        media = tuple(
+            _media(item)
+            for item in (output if isinstance(output, list) else [])
+            if isinstance(item, dict) and item.get("type") in MEDIA_KINDS
+        )
+        text = output_text(output)
+        full_text = None
+        if saved_text is not None:
+            parts = split_notice(text)
+            if parts is not None:
+                full_text = saved_text(parts[1].file_path)
+        return ToolResult(str(block.get("id")), str(block.get("name")), text, media, full_text)
+    if kind in MEDIA_KINDS:
+        return _media(block)
+    return None
+
+
+def _media(block: dict) -> Media:
+    source = block.get("source") or {}
+    if not isinstance(source, dict):
+        return Media(str(block.get("type")))
+    if source.get("type") == "base64":
+        return Media(
+            str(block.get("type")), str(source.get("media_type", "")), data=str(source.get("data"))
+        )
+    url = source.get("url")
+    return Media(str(block.get("type")), str(source.get("media_type", "")), url=str(url))
+
+
+def _as_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError, TypeError):
+        try:
+            return str(value)
+        except RecursionError:
+            return f"<{type(value).__name__} too deeply nested to show>"

@@ -1,0 +1,54 @@
+"""The summary that replaces compacted messages (SPEC 4.2): its model, the extractive summary,
+the compaction model's prompt and input, and parsing its answer. Pure: no AgentScope, no I/O."""
+
+from ._extractive import (
+    DEFAULT_BUDGET_TOKENS,
+    clip_middle,
+    estimate_tokens,
+    extractive_summary,
+    fit_summary,
+    sentences,
+)
+from ._model import SECTION_TITLES, CompactSummary, DialogRef, merge_refs
+from ._parse import parse_summary, summary_language
+from ._prompt import (
+    BLOCK_CHARS,
+    INSTRUCTION,
+    STRICT_SUFFIX,
+    compaction_prompt,
+    render_for_summary,
+    render_messages,
+)
+from ._terms import SOURCE_WEIGHTS, Salience, code_terms, mentions
+from ._worklog import WorkLog, build_worklog, changed_lines, classify, definitions, error_line
+
+__all__ = [
+    "BLOCK_CHARS",
+    "DEFAULT_BUDGET_TOKENS",
+    "INSTRUCTION",
+    "SECTION_TITLES",
+    "SOURCE_WEIGHTS",
+    "STRICT_SUFFIX",
+    "CompactSummary",
+    "DialogRef",
+    "Salience",
+    "WorkLog",
+    "build_worklog",
+    "changed_lines",
+    "classify",
+    "clip_middle",
+    "code_terms",
+    "compaction_prompt",
+    "definitions",
+    "error_line",
+    "estimate_tokens",
+    "extractive_summary",
+    "fit_summary",
+    "mentions",
+    "merge_refs",
+    "parse_summary",
+    "render_for_summary",
+    "render_messages",
+    "sentences",
+    "summary_language",
+]

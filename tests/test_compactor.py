@@ -1,0 +1,201 @@
+"""The Compactor (SPEC 4.2, 12.7, 12.12; issue 11): the compaction model's prompt and input as
+the real scripted model receives them, the stricter retry, the extractive fallback, the budget."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from agentscope.formatter import DashScopeChatFormatter
+from agentscope.message import Msg
+
+from agentscope_context_ext import CompactSummary, get_token_counter
+from agentscope_context_ext.agentscope1._convert import to_views
+from agentscope_context_ext.pipeline import Compactor
+from agentscope_context_ext.testing import ScriptedChatModel
+from agentscope_context_ext.truncation import truncate_fresh
+
+SAVED = "tool_result/" + "a" * 32 + ".txt"
+GOOD = """## Goal
+- Migrate the billing service to Postgres 16
+## Constraints
+- Never drop the legacy table
+## Progress
+- Dumped schema to /srv/dump.sql
+## Key Decisions
+- Use logical replication
+## Next Steps
+- Run the cutover script
+## Critical Context
+- tool_result/0123456789abcdef0123456789abcdef.txt
+"""
+
+
+def conversation() -> list[Msg]:
+    output = "HEAD\n" + "filler line\n" * 3000 + "found `legacy_invoice_id` in table ledger_2019\n"
+    big = truncate_fresh(output, max_bytes=200, file_path=SAVED)
+    return [
+        Msg(
+            "user",
+            "Please migrate billing to Postgres. You must never drop the legacy table.",
+            "user",
+        ),
+        Msg(
+            "assistant",
+            [
+                {"type": "text", "text": "I will dump the schema first."},
+                {
+                    "type": "tool_use",
+                    "id": "c1",
+                    "name": "shell",
+                    "input": {"cmd": "pg_dump billing"},
+                },
+            ],
+            "assistant",
+        ),
+        Msg(
+            "system",
+            [{"type": "tool_result", "id": "c1", "name": "shell", "output": big}],
+            "system",
+        ),
+        Msg(
+            "assistant",
+            [
+                {
+                    "type": "tool_use",
+                    "id": "c2",
+                    "name": "shell",
+                    "input": {"cmd": "psql -f /srv/x.sql"},
+                }
+            ],
+            "assistant",
+        ),
+        Msg(
+            "system",
+            [
+                {
+                    "type": "tool_result",
+                    "id": "c2",
+                    "name": "shell",
+                    "output": "Error: relation missing",
+                }
+            ],
+            "system",
+        ),
+        Msg(
+            "assistant",
+            "I decided to use logical replication instead. Next I will run the cutover.",
+            "assistant",
+        ),
+    ]
+
+
+def views(full_text: str | None = None):
+    return to_views(conversation(), (lambda path: full_text) if full_text else None)
+
+
+def _compactor(script, budget: int = 2048) -> tuple[Compactor, ScriptedChatModel]:
+    model = ScriptedChatModel(script, when_exhausted=None)
+    compactor = Compactor(
+        model, DashScopeChatFormatter(), get_token_counter("qwen"), 32768, budget, timeout=5
+    )
+    return compactor, model
+
+
+def test_the_model_gets_the_instruction_and_every_identifier() -> None:
+    compactor, model = _compactor([GOOD])
+    full = "HEAD\n" + "filler line\n" * 3000 + "found `legacy_invoice_id` in table ledger_2019\n"
+    result = asyncio.run(compactor.summarize(views(full), None))
+    assert result.summary.source == "llm"
+    assert result.summary.goal == ["Migrate the billing service to Postgres 16"]
+    assert result.attempts == 1
+    prompt = model.calls[0].text
+    for wanted in (
+        "## Goal",
+        "quoted in the user's own words",
+        "exact message",
+        "Please migrate billing to Postgres. You must never drop the legacy table.",
+        "cmd=pg_dump billing",
+        "Error: relation missing",
+        SAVED,
+        # from the saved full output, past the excerpt and past the clipped middle
+        "legacy_invoice_id",
+    ):
+        assert wanted in prompt, wanted
+
+
+def test_retries_once_with_a_stricter_instruction() -> None:
+    compactor, model = _compactor(["Here is a summary of what happened...", GOOD])
+    result = asyncio.run(compactor.summarize(views(), None))
+    assert result.summary.source == "llm"
+    assert result.attempts == 2
+    assert "could not be used" in model.calls[1].text
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        [RuntimeError("503 Service Unavailable"), RuntimeError("503 Service Unavailable")],
+        [None, None],
+        ["Error: rate limit exceeded", "{'oops': 1}"],
+        [TimeoutError("slow"), "garbage"],
+    ],
+)
+def test_falls_back_to_extractive_without_error_text(script: list) -> None:
+    compactor, _ = _compactor(script)
+    result = asyncio.run(compactor.summarize(views(), None))
+    summary = result.summary
+    assert summary.source == "extractive"
+    assert len(result.failures) == 2
+    rendered = summary.render()
+    for bad in ("503", "rate limit", "oops", "Traceback", "RuntimeError"):
+        assert bad not in rendered
+    assert summary.goal and summary.progress
+    assert "`psql -f /srv/x.sql` → failed: `Error: relation missing`" in rendered
+
+
+def test_times_out() -> None:
+    async def slow(call):
+        await asyncio.sleep(3600)
+
+    model = ScriptedChatModel(slow)
+    compactor = Compactor(
+        model, DashScopeChatFormatter(), get_token_counter("qwen"), 32768, 2048, timeout=0.05
+    )
+    result = asyncio.run(compactor.summarize(views(), None))
+    assert result.summary.source == "extractive"
+    assert all("TimeoutError" in f for f in result.failures)
+
+
+def test_keeps_offload_paths_the_model_dropped() -> None:
+    compactor, _ = _compactor(
+        [GOOD.replace("- tool_result/0123456789abcdef0123456789abcdef.txt", "- nothing")]
+    )
+    result = asyncio.run(compactor.summarize(views(), None))
+    assert SAVED in "\n".join(result.summary.critical_context)
+
+
+def test_an_overlong_model_summary_is_fitted_to_the_budget() -> None:
+    counter = get_token_counter("qwen")
+    answer = GOOD + "".join(
+        f"- step {i}: rebuilt index ix_{i} on table t_{i}\n" for i in range(800)
+    )
+    compactor, _ = _compactor([answer], budget=1024)
+    result = asyncio.run(compactor.summarize(views(), None))
+    summary = result.summary
+    assert summary.source == "llm"
+    assert counter.count_text(summary.render()) <= 1024
+    assert summary.goal == ["Migrate the billing service to Postgres 16"]
+    assert summary.next_steps == ["Run the cutover script"]
+
+
+def test_splits_input_larger_than_the_window_and_counts_one_compaction() -> None:
+    msgs = [Msg("user", f"message {i} " + "word " * 400, "user") for i in range(40)]
+    compactor, model = _compactor([GOOD] * 10)
+    compactor.max_input_tokens = 4096
+    previous = CompactSummary(goal=["Earlier goal"], compactions=3)
+    result = asyncio.run(compactor.summarize(to_views(msgs), previous))
+    assert result.summary.source == "llm"
+    assert len(model.calls) > 1
+    assert "# Previous memo" in model.calls[1].text
+    assert result.summary.compactions == 4

@@ -1,0 +1,241 @@
+"""The extractive summary (SPEC 4.2, issue 11): a handover from the messages alone.
+
+Pure core tests: neutral messages, no AgentScope."""
+
+from __future__ import annotations
+
+from agentscope_context_ext.core.messages import Message, Text, Thinking, ToolCall, ToolResult
+from agentscope_context_ext.core.summary import (
+    CompactSummary,
+    estimate_tokens,
+    extractive_summary,
+    mentions,
+    summary_language,
+)
+from agentscope_context_ext.truncation import truncate_fresh
+
+SAVED = "tool_result/" + "a" * 32 + ".txt"
+ROOT = "/home/dev/billing"
+
+
+def user(text: str, n: int = 0) -> Message:
+    return Message(f"u{n}", "user", "user", "", (Text(text),))
+
+
+def say(text: str, *calls: ToolCall, n: int = 0) -> Message:
+    return Message(f"a{n}", "assistant", "assistant", "", (Text(text), *calls))
+
+
+def result(call_id: str, name: str, text: str, n: int = 0, full: str | None = None) -> Message:
+    return Message(f"r{n}", "system", "system", "", (ToolResult(call_id, name, text, (), full),))
+
+
+def session() -> list[Message]:
+    big = "row\n" * 5000
+    excerpt = truncate_fresh(big, max_bytes=200, file_path=SAVED)
+    return [
+        user("Please migrate billing to Postgres. You must never drop the legacy table.", 0),
+        say(
+            "I will dump the schema first.",
+            ToolCall("c1", "shell", {"command": "pg_dump billing"}),
+            n=1,
+        ),
+        result("c1", "shell", excerpt, 2, full=big),
+        say(
+            "Reading the migration module.",
+            ToolCall("c2", "read_file", {"file_path": f"{ROOT}/src/migrate.py"}),
+            n=3,
+        ),
+        result("c2", "read_file", "class Migrator:\n    def run(self):\n        pass\n", 4),
+        say(
+            "Fixing the table name.",
+            ToolCall(
+                "c3",
+                "edit_file",
+                {
+                    "file_path": f"{ROOT}/src/migrate.py",
+                    "old_string": "TABLE = 'invoices_v1'\n",
+                    "new_string": "TABLE = 'invoices_v2'\n",
+                },
+            ),
+            n=5,
+        ),
+        result("c3", "edit_file", "The file was updated.", 6),
+        say("", ToolCall("c5", "read_file", {"file_path": f"{ROOT}/setup.cfg"}), n=10),
+        result("c5", "read_file", "[metadata]\nname = billing\n", 11),
+        say("", ToolCall("c4", "shell", {"command": "psql -f /srv/x.sql"}), n=7),
+        result("c4", "shell", 'Error: relation "invoices_v2" does not exist', 8),
+        say(
+            "I decided to use logical replication instead of a dump. "
+            "Next I will run the cutover with `cutover.sh --dry-run`.",
+            n=9,
+        ),
+    ]
+
+
+def test_user_requests_are_kept_verbatim_with_their_constraints() -> None:
+    summary = extractive_summary(session())
+    assert summary.source == "extractive"
+    assert summary.goal == [
+        "Please migrate billing to Postgres. You must never drop the legacy table."
+    ]
+    assert "You must never drop the legacy table." in summary.constraints
+
+
+def test_progress_names_files_changes_commands_and_errors() -> None:
+    progress = "\n".join(extractive_summary(session()).progress)
+    # edits: the changed line, before and after, under the file (relative to the shared root)
+    assert "`src/migrate.py` — edited, read" in progress
+    assert "`TABLE = 'invoices_v1'` → `TABLE = 'invoices_v2'`" in progress
+    # commands verbatim, with the outcome and the first error line verbatim
+    assert "`pg_dump billing` → ok" in progress
+    assert '`psql -f /srv/x.sql` → failed: `Error: relation "invoices_v2" does not exist`' in (
+        progress
+    )
+    # the offloaded output stays reachable from the line of the call that produced it
+    assert SAVED in progress
+
+
+def test_next_steps_and_decisions_come_from_the_agent() -> None:
+    summary = extractive_summary(session())
+    assert any("logical replication" in d for d in summary.key_decisions)
+    assert any("cutover.sh --dry-run" in step for step in summary.next_steps)
+    critical = "\n".join(summary.critical_context)
+    assert f"Paths are relative to `{ROOT}`" in critical
+
+
+def test_an_unresolved_error_and_open_todos_are_next_steps() -> None:
+    msgs = [
+        user("Build the docs."),
+        say(
+            "Planning.",
+            ToolCall(
+                "t1",
+                "todo_write",
+                {
+                    "todos": [
+                        {"content": "write index.md", "status": "completed"},
+                        {"content": "build with sphinx", "status": "in_progress"},
+                        {"content": "publish", "status": "pending"},
+                    ]
+                },
+            ),
+            n=1,
+        ),
+        result("t1", "todo_write", "Todos updated.", 2),
+        say("", ToolCall("b1", "bash", {"command": "make html"}), n=3),
+        result("b1", "bash", "make: *** [html] Error 2\nexit code 2", 4),
+    ]
+    steps = extractive_summary(msgs).next_steps
+    assert "[in_progress] build with sphinx" in steps
+    assert "[pending] publish" in steps
+    assert not any("write index.md" in step for step in steps)
+    assert any(step.startswith("Unresolved: `make: *** [html] Error 2") for step in steps)
+
+
+def test_repeated_commands_are_merged_with_their_outcomes() -> None:
+    msgs = [user("Make the tests pass.")]
+    outcomes = ["FAILED test_a.py::test_x - AssertionError", "FAILED test_a.py::test_x", "1 passed"]
+    for index, output in enumerate(outcomes):
+        msgs.append(say("", ToolCall(f"p{index}", "bash", {"command": "pytest -q"}), n=index))
+        msgs.append(result(f"p{index}", "bash", output, index))
+    progress = extractive_summary(msgs).progress
+    line = next(p for p in progress if p.startswith("`pytest -q`"))
+    assert "×3 → failed 2×" in line and "then ok" in line
+    assert "FAILED test_a.py::test_x" in line
+
+
+def test_a_read_is_never_a_line_that_only_says_the_file_was_read() -> None:
+    msgs = [user("Look at the code.")]
+    for index, name in enumerate(["a.py", "b.py"]):
+        msgs.append(say("", ToolCall(f"r{index}", "read_file", {"file_path": name}), n=index))
+        msgs.append(
+            result(f"r{index}", "read_file", f"def helper_{index}(x):\n    return x\n", index)
+        )
+    progress = extractive_summary(msgs).progress
+    assert "`a.py` (2 lines) — read; defines `def helper_0`" in progress
+    for line in progress:
+        assert "-> ok" not in line and "read_file(" not in line
+
+
+def test_truncated_outputs_are_summarised_from_their_saved_full_text() -> None:
+    full = "\n".join(f"line {i}" for i in range(2000)) + "\nFINAL_MARKER_total_rows = 42\n"
+    excerpt = truncate_fresh(full, max_bytes=300, file_path=SAVED)
+    msgs = [
+        user("Count the rows."),
+        say("", ToolCall("c", "bash", {"command": "python count.py"}), n=1),
+        result("c", "bash", excerpt, 2, full=full),
+        say("The script printed `FINAL_MARKER_total_rows` at the end.", n=3),
+    ]
+    text = extractive_summary(msgs).render()
+    assert "FINAL_MARKER_total_rows" in text
+    assert SAVED in text
+
+
+def test_budget_is_respected_and_merging_never_grows_past_it() -> None:
+    budget = 600
+    summary: CompactSummary | None = None
+    for round_no in range(30):
+        msgs = [user(f"Round {round_no}: refactor module_{round_no}.", round_no)]
+        for k in range(12):
+            call = ToolCall(
+                f"e{round_no}-{k}",
+                "edit_file",
+                {
+                    "file_path": f"src/module_{round_no}.py",
+                    "old_string": f"def old_name_{k}(): pass",
+                    "new_string": f"def new_name_{round_no}_{k}(): pass",
+                },
+            )
+            msgs.append(say(f"Renaming `old_name_{k}`.", call, n=k))
+            msgs.append(result(call.id, "edit_file", "ok", k))
+        summary = extractive_summary(msgs, summary, budget_tokens=budget)
+        sections = summary.to_markdown()
+        assert estimate_tokens(sections) <= budget + 40  # headings and "(none recorded)" lines
+    assert summary is not None and summary.compactions == 30
+    # the first goal survives every merge; the newest work is present
+    assert summary.goal[0] == "Round 0: refactor module_0."
+    assert any("module_29" in line for line in summary.progress)
+
+
+def test_deterministic() -> None:
+    first = extractive_summary(session()).model_dump(exclude={"created_at"})
+    second = extractive_summary(session()).model_dump(exclude={"created_at"})
+    assert first == second
+
+
+def test_chinese_conversation() -> None:
+    msgs = [
+        user("请帮我整理报告。不要删除原始数据。"),
+        say("", ToolCall("w", "write_file", {"file_path": "报告.md", "content": "# 报告\n"}), n=1),
+        result("w", "write_file", "已写入", 2),
+        say("接下来我会检查 `报告.md` 的格式。", n=3),
+    ]
+    summary = extractive_summary(msgs, language=summary_language(msgs, "auto"))
+    assert summary.goal == ["请帮我整理报告。不要删除原始数据。"]
+    assert any("不要删除原始数据" in c for c in summary.constraints)
+    assert any(line.startswith("`报告.md` — 新建") for line in summary.progress)
+    assert any("接下来" in step for step in summary.next_steps)
+    assert summary_language(msgs, "auto").startswith("Chinese")
+    assert summary_language(session(), "auto") == "English"
+
+
+def test_salient_terms_fill_what_is_left() -> None:
+    msgs = [
+        user("Why does `sync_ledger` hang?"),
+        say("", ToolCall("g", "grep", {"pattern": "sync_ledger"}), n=1),
+        result("g", "grep", "ledger/core.py:10: def sync_ledger(conn, retry_policy):", 2),
+        Message("t", "assistant", "assistant", "", (Thinking("`retry_policy` loops forever"),)),
+    ]
+    summary = extractive_summary(msgs)
+    assert mentions(summary.render(), "retry_policy") and "ledger/core.py" in summary.render()
+    # A name only the agent's thinking used, and nothing else shows, is listed on its own.
+    msgs[2] = result("g", "grep", "3 matches", 2)
+    critical = "\n".join(extractive_summary(msgs).critical_context)
+    assert "`retry_policy`" in critical
+
+
+def test_mentions_respects_name_boundaries() -> None:
+    assert mentions("call mount_computers/2 first", "mount_computers")
+    assert not mentions("load_transcripts()", "load_transcript")
+    assert mentions("see `{session, messages}`", "{session, messages}")
