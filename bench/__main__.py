@@ -18,6 +18,7 @@ from . import (
     b4_prefix_stability,
     b5_truncation,
     b6_replay_throughput,
+    b7_summary_fidelity,
 )
 
 BENCHMARKS = {
@@ -27,6 +28,7 @@ BENCHMARKS = {
     "B4": b4_prefix_stability,
     "B5": b5_truncation,
     "B6": b6_replay_throughput,
+    "B7": b7_summary_fidelity,
 }
 
 

@@ -199,3 +199,10 @@ def test_splits_input_larger_than_the_window_and_counts_one_compaction() -> None
     assert len(model.calls) > 1
     assert "# Previous memo" in model.calls[1].text
     assert result.summary.compactions == 4
+
+
+def test_nothing_to_summarise_gives_an_empty_extractive_summary() -> None:
+    compactor, model = _compactor([GOOD])
+    result = asyncio.run(compactor.summarize([], None))
+    assert result.summary.source == "extractive" and not model.calls
+    assert result.summary.goal == [] and result.summary.compactions == 1

@@ -51,3 +51,40 @@ async def test_search_dialog(workspace: Path) -> None:
     assert out.startswith("1 message(s)") and "rotates weekly" in out
     assert text(await search_dialog("absent words")).startswith("No saved message")
     assert text(await search_dialog("  ")).startswith("Error:")
+
+
+async def test_search_finds_quoted_arguments_and_offloaded_outputs(workspace: Path) -> None:
+    """Every identifier of the compacted messages is reachable (issue 11, B7): strings inside
+    tool arguments as written (not JSON-escaped), and the saved full text of a truncated
+    output, past its excerpt."""
+    from agentscope_context_ext import ToolResultStore
+    from agentscope_context_ext.truncation import truncate_fresh
+
+    saved = ToolResultStore(workspace)
+    full = "line\n" * 4000 + "deep_in_the_log: checksum mismatch at block 77\n"
+    path = saved.save(full)
+    excerpt = truncate_fresh(full, max_bytes=300, file_path=path)
+    store = DialogStore(workspace)
+    _, search_dialog = make_dialog_tools(store)
+    edit = {
+        "file_path": "web/view.heex",
+        "old_string": '<pre><code class="language-json">',
+        "new_string": '<pre><code class="lang-json">',
+    }
+    store.append(
+        [
+            Msg(
+                "assistant",
+                [{"type": "tool_use", "id": "e1", "name": "Edit", "input": edit}],
+                "assistant",
+            ),
+            Msg(
+                "system",
+                [{"type": "tool_result", "id": "b1", "name": "bash", "output": excerpt}],
+                "system",
+            ),
+        ]
+    )
+    assert text(await search_dialog('<pre><code class="language-json">')).startswith("1 message")
+    found = text(await search_dialog("checksum mismatch at block 77"))
+    assert found.startswith("1 message") and path in found

@@ -239,3 +239,27 @@ def test_mentions_respects_name_boundaries() -> None:
     assert mentions("call mount_computers/2 first", "mount_computers")
     assert not mentions("load_transcripts()", "load_transcript")
     assert mentions("see `{session, messages}`", "{session, messages}")
+
+
+def test_error_lines_are_recognised_and_paths_named_error_are_not() -> None:
+    from agentscope_context_ext.core.summary import error_line
+
+    for failure in (
+        "Traceback (most recent call last):",
+        "ValueError: bad input",
+        "** (CompileError) lib/a.ex:3: undefined function foo/0",
+        "error[E0425]: cannot find value `x` in this scope",
+        "make: *** [html] Error 2",
+        "npm ERR! code ELIFECYCLE\nexit code 1",
+        "FAILED tests/test_a.py::test_x - AssertionError",
+        "bash: rg: command not found",
+        "错误：文件不存在",
+    ):
+        assert error_line(failure) is not None, failure
+    for success in (
+        "agentscope: 30 entries\nexception/\nerrors.py  (1,204 bytes)",
+        "failure_modes.md\nerror_handling/\n",
+        "10 tests, 0 failures",
+        "All checks passed!",
+    ):
+        assert error_line(success) is None, success

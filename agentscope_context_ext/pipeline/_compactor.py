@@ -132,7 +132,8 @@ class Compactor:
             if attempt is None:
                 return None
             summary = attempt
-        assert summary is not None
+        if summary is None:  # nothing to summarise and no previous summary
+            return None
         return fit_summary(
             summary, msgs, budget_tokens=self.section_tokens, count_tokens=self.counter.count_text
         )

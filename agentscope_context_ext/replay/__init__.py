@@ -1,20 +1,32 @@
 """Transcript replay: real agent sessions as AgentScope messages, replayed through the hooks."""
 
 from ._checks import prompt_pair_violations
-from ._claude_code import load_claude_code
+from ._claude_code import ClaudeCompaction, claude_code_compactions, load_claude_code
+from ._fidelity import (
+    FidelityResult,
+    latest_single_compaction,
+    summary_fidelity,
+    summary_identifiers,
+)
 from ._importers import FORMATS, Transcript, TranscriptError, detect_format, load_transcripts
 from ._replayer import ReplayResult, StepRecord, recovery_problems, replay_transcript
 
 __all__ = [
     "FORMATS",
+    "ClaudeCompaction",
+    "FidelityResult",
     "ReplayResult",
     "StepRecord",
     "Transcript",
     "TranscriptError",
+    "claude_code_compactions",
     "detect_format",
+    "latest_single_compaction",
     "load_claude_code",
     "load_transcripts",
     "prompt_pair_violations",
     "recovery_problems",
     "replay_transcript",
+    "summary_fidelity",
+    "summary_identifiers",
 ]

@@ -9,31 +9,81 @@ assistant message as several records sharing ``message.id``; they are merged. Ea
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentscope.message import Msg
 
 
-def load_claude_code(path: str | Path) -> list[Msg]:
+@dataclass(frozen=True)
+class ClaudeCompaction:
+    """One of Claude Code's own compactions in a session log."""
+
+    line: int
+    """0-based line of the ``compact_boundary`` record: the conversation before it was compacted."""
+    summary: str
+    """The summary Claude Code wrote (the ``isCompactSummary`` user message after the boundary)."""
+    pre_tokens: int | None
+    """Claude Code's count of the context it compacted (``compactMetadata.preTokens``)."""
+
+
+def claude_code_compactions(path: str | Path) -> list[ClaudeCompaction]:
+    """Claude Code's own compactions in a session log, in order."""
+    found: list[ClaudeCompaction] = []
+    boundary: tuple[int, int | None] | None = None
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle):
+            if '"compact_boundary"' not in line and '"isCompactSummary"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if record.get("subtype") == "compact_boundary":
+                metadata = record.get("compactMetadata") or {}
+                pre = metadata.get("preTokens")
+                boundary = (line_no, pre if isinstance(pre, int) else None)
+            elif record.get("isCompactSummary") and boundary is not None:
+                content = (record.get("message") or {}).get("content")
+                text = (
+                    content
+                    if isinstance(content, str)
+                    else "\n".join(
+                        str(b.get("text", "")) for b in _blocks(content) if b.get("type") == "text"
+                    )
+                )
+                found.append(ClaudeCompaction(boundary[0], text, boundary[1]))
+                boundary = None
+    return found
+
+
+def load_claude_code(path: str | Path, until_line: int | None = None) -> list[Msg]:
     """Read a Claude Code session JSONL file into messages, oldest first.
 
     Sidechain (sub-agent) records are skipped, unless the file holds nothing else: then it is a
     sub-agent's own log (e.g. the compaction agent's) and those records are the conversation.
 
+    Args:
+        path (`str | Path`): The session log.
+        until_line (`int | None`): Read only the lines before this 0-based line (e.g. a
+            :class:`ClaudeCompaction`'s ``line``: the conversation Claude Code compacted).
+
     Raises:
         `ValueError`: The file holds no Claude Code conversation records.
     """
-    msgs = _load(path, include_sidechains=False)
-    return msgs or _load(path, include_sidechains=True)
+    msgs = _load(path, include_sidechains=False, until_line=until_line)
+    return msgs or _load(path, include_sidechains=True, until_line=until_line)
 
 
-def _load(path: str | Path, include_sidechains: bool) -> list[Msg]:
+def _load(path: str | Path, include_sidechains: bool, until_line: int | None = None) -> list[Msg]:
     msgs: list[Msg] = []
     tool_names: dict[str, str] = {}
     by_message_id: dict[str, Msg] = {}
     with open(path, encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, start=1):
+            if until_line is not None and line_no > until_line:
+                break
             if not line.strip():
                 continue
             try:

@@ -21,9 +21,11 @@ from pathlib import Path
 
 from agentscope.message import Msg
 
+from ..core.messages import string_values
 from ..core.summary import DialogRef
-from ..rendering import message_text
+from ..truncation import split_notice
 from ._files import ensure_directory, file_lock
+from ._tool_result_store import ToolResultStore
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -76,6 +78,7 @@ class DialogStore:
         self.workspace = Path(workspace)
         self.directory = self.workspace / DIALOG_DIRNAME
         self._today = today
+        self._results = ToolResultStore(self.workspace)
 
     # ------------------------------------------------------------------ writing
 
@@ -225,7 +228,10 @@ class DialogStore:
         return file, records
 
     def search(self, query: str, limit: int = 10) -> list[DialogRecord]:
-        """Messages containing every word of ``query`` (case-insensitive), newest first."""
+        """Messages containing every word of ``query`` (case-insensitive), newest first.
+
+        A message is searched in every string it holds, tool arguments as written (not as
+        JSON), and in the saved full text of each of its truncated outputs."""
         words = query.lower().split()
         if not words:
             raise ValueError("query must contain at least one word")
@@ -233,12 +239,29 @@ class DialogStore:
             raise ValueError(f"limit must be at least 1, got {limit}")
         found = []
         for record in self.iter_records(newest_first=True):
-            haystack = f"{record.msg.name}\n{message_text(record.msg)}".lower()
-            if all(word in haystack for word in words):
-                found.append(record)
-                if len(found) >= limit:
-                    break
+            texts = [str(record.msg.name), *_strings(record.msg.content)]
+            haystack = "\n".join(texts).lower()
+            missing = [word for word in words if word not in haystack]
+            if missing:
+                # The rest of a truncated output is in tool_result/: look there too.
+                saved = "\n".join(self._saved_outputs(texts)).lower()
+                if not saved or any(word not in saved and word not in haystack for word in missing):
+                    continue
+            found.append(record)
+            if len(found) >= limit:
+                break
         return found
+
+    def _saved_outputs(self, texts: Sequence[str]) -> list[str]:
+        """The saved full texts that truncation notices among ``texts`` point at."""
+        saved = []
+        for text in texts:
+            parts = split_notice(text)
+            if parts is not None:
+                full = self._results.read_text(parts[1].file_path)
+                if full is not None:
+                    saved.append(full)
+        return saved
 
     def _resolve(self, file: str) -> Path:
         name = file.replace("\\", "/").rpartition("/")[2]
@@ -312,3 +335,7 @@ def _lines_backwards(path: Path) -> Iterator[tuple[int, bytes]]:
                 line_no -= 1
         if line_no >= 1:
             yield line_no, pending
+
+
+def _strings(content: object) -> list[str]:
+    return [content] if isinstance(content, str) else list(string_values(content))

@@ -71,6 +71,7 @@ _LABELS = {
         "saved": "full output",
         "defines": "defines",
         "plan": "Plan",
+        "also_read": "Also read",
     },
     "zh": {
         "created": "新建",
@@ -87,6 +88,7 @@ _LABELS = {
         "saved": "完整输出",
         "defines": "定义",
         "plan": "计划",
+        "also_read": "另读取",
     },
 }
 # Priorities: what a handover can least afford to lose is highest. Heads are the one-line
@@ -118,6 +120,7 @@ _P_READ_DEFINITION = 46.0
 _P_GIST = 45.0
 _TERMS_PER_LINE = 10
 _CHANGES_PER_FILE = 16
+_GIST_CHARS = 120
 _TERM_SHARE = 0.2
 """Share of the budget kept for salient terms (heads may use it; details may not)."""
 _MIN_TERM_SCORE = 2.0
@@ -137,17 +140,27 @@ class _Entry:
     order: float
     head: str
     priority: float
-    details: list[tuple[float, int, str]] = field(default_factory=list)
-    """(priority, position, text); position keeps the details' own order when rendered."""
-    separator: str = "; "
+    details: list[tuple[float, int, str, str]] = field(default_factory=list)
+    """(priority, position, text, group); position keeps the details' own order when rendered,
+    and consecutive details of one group share its label (``defines `a`, `b```)."""
     lead: str = ": "
-    chosen_details: list[tuple[int, str]] = field(default_factory=list)
+    joiner: str = "; "
+    needs_detail: bool = False
+    """Worth nothing alone (a file that was only read): taken only with a detail."""
+    chosen_details: list[tuple[int, str, str]] = field(default_factory=list)
 
     def render(self) -> str:
         if not self.chosen_details:
             return self.head
-        details = self.separator.join(text for _, text in sorted(self.chosen_details))
-        return f"{self.head}{self.lead}{details}"
+        parts: list[str] = []
+        current: str | None = None
+        for _, text, group in sorted(self.chosen_details):
+            if group and group == current:
+                parts[-1] += f", {text}"
+            else:
+                parts.append(f"{group} {text}" if group else text)
+            current = group
+        return f"{self.head}{self.lead}{self.joiner.join(parts)}"
 
 
 def extractive_summary(
@@ -214,8 +227,14 @@ def _entries(
             if _CONSTRAINT_RE.search(sentence):
                 entries.append(_Entry("constraints", index, _clip(sentence, 400), _P_CONSTRAINT))
     entries.extend(_next_step_entries(log, labels))
+    plain_reads = []
     for work in log.files.values():
-        entries.append(_file_entry(work, labels, root))
+        if work.modified or work.read_defines or work.errors or work.saved_output:
+            entries.append(_file_entry(work, labels, root))
+        else:
+            plain_reads.append(work)
+    if plain_reads:
+        entries.append(_read_only_entry(plain_reads, labels, root))
     for work in log.commands.values():
         entries.append(_command_entry(work, labels))
     for call in log.calls.values():
@@ -287,8 +306,7 @@ def _file_entry(work: FileWork, labels: dict[str, str], root: str | None) -> _En
         actions.append(labels["listed"])
     if work.searches:
         actions.append(labels["searched"] + (f" ×{work.searches}" if work.searches > 1 else ""))
-    shown = _relative(work.path, root)
-    head = f"`{shown}`"
+    head = f"`{_relative(work.path, root)}`"
     if work.lines is not None and not work.modified:
         head += f" ({work.lines} {labels['lines']})"
     head += " — " + ", ".join(actions)
@@ -298,68 +316,71 @@ def _file_entry(work: FileWork, labels: dict[str, str], root: str | None) -> _En
         )
         for position, definition in enumerate(work.defines):
             entry.details.append(
-                (_P_WRITTEN_DEFINITION - position * 0.01, position, f"`{definition}`")
+                (_P_WRITTEN_DEFINITION - position * 0.01, position, f"`{definition}`", "")
             )
         ranked = sorted(enumerate(work.changes), key=lambda c: (-c[1][0], c[0]))
         for position, (weight, change) in ranked[:_CHANGES_PER_FILE]:
-            entry.details.append(
-                (_P_CHANGE + 2 * weight - position * 1e-3, len(work.defines) + position, change)
-            )
+            priority = _P_CHANGE + 2 * weight - position * 1e-3
+            entry.details.append((priority, len(work.defines) + position, change, ""))
     else:
-        entry = _Entry("progress", work.first, head, _P_READ_FILE)
-        entry.lead = f"; {labels['defines']} "
-        entry.separator = ", "
+        # A file that was only read is worth a line only with what it holds.
+        entry = _Entry("progress", work.first, head, _P_READ_FILE, lead="; ", needs_detail=True)
         for position, definition in enumerate(work.read_defines):
-            entry.details.append(
-                (_P_READ_DEFINITION - position * 0.01, position, f"`{definition}`")
-            )
+            priority = _P_READ_FILE if position == 0 else _P_READ_DEFINITION - position * 0.01
+            entry.details.append((priority, position, f"`{definition}`", labels["defines"]))
     for position, error in enumerate(work.errors[-2:], start=1000):
-        entry.details.append((_P_FILE_ERROR, position, f"{labels['failed']}: `{error}`"))
+        entry.details.append((_P_FILE_ERROR, position, f"`{error}`", labels["failed"] + ":"))
     if work.saved_output:
-        entry.details.append((_P_SAVED_OUTPUT, 2000, f"{labels['saved']}: `{work.saved_output}`"))
+        entry.details.append(
+            (_P_SAVED_OUTPUT, 2000, f"`{work.saved_output}`", labels["saved"] + ":")
+        )
+    return entry
+
+
+def _read_only_entry(files: list[FileWork], labels: dict[str, str], root: str | None) -> _Entry:
+    """One line for the files that were read and show nothing worth repeating."""
+    entry = _Entry("progress", files[0].first, labels["also_read"], _P_READ_FILE, needs_detail=True)
+    for position, work in enumerate(files):
+        shown = f"`{_relative(work.path, root)}`"
+        entry.details.append((_P_READ_DEFINITION - 1 - position * 1e-3, position, shown, ""))
     return entry
 
 
 def _command_entry(work: CommandWork, labels: dict[str, str]) -> _Entry:
-    head = f"`{_clip(work.command, 300)}`" + _outcome(work.outcomes, work.error, labels)
+    # A command is its own description; what it printed is a detail.
+    head = f"`{_clip(work.command, 240)}`" + _outcome(work, labels, with_gist=False)
     failed = work.outcomes and not work.outcomes[-1]
-    entry = _Entry(
-        "progress",
-        work.first,
-        head,
-        (_P_FAILED_COMMAND if failed else _P_COMMAND) + work.last * 1e-4,
-    )
-    entry.lead = " — "
+    priority = (_P_FAILED_COMMAND if failed else _P_COMMAND) + work.last * 1e-4
+    entry = _Entry("progress", work.first, head, priority, lead=" — ")
     if work.gist and work.outcomes and work.outcomes[-1]:
-        entry.details.append((_P_GIST, 0, _clip(work.gist, 160)))
+        entry.details.append((_P_GIST, 0, _clip(work.gist, _GIST_CHARS), ""))
     if work.saved_output:
-        entry.details.append((_P_SAVED_OUTPUT, 1, f"{labels['saved']}: `{work.saved_output}`"))
+        entry.details.append((_P_SAVED_OUTPUT, 1, f"`{work.saved_output}`", labels["saved"] + ":"))
     return entry
 
 
 def _call_entry(call: OtherCall, labels: dict[str, str]) -> _Entry:
-    head = f"{call.tool}({_clip(call.arguments, 160)})" + _outcome(
-        call.outcomes, call.error, labels
-    )
-    entry = _Entry("progress", call.first, head, _P_OTHER_CALL + call.last * 1e-4)
-    entry.lead = " — "
-    if call.gist and call.outcomes and call.outcomes[-1]:
-        entry.details.append((_P_GIST, 0, _clip(call.gist, 160)))
+    head = f"{call.tool}({_clip(call.arguments, 160)})" + _outcome(call, labels)
+    entry = _Entry("progress", call.first, head, _P_OTHER_CALL + call.last * 1e-4, lead="; ")
     if call.saved_output:
-        entry.details.append((_P_SAVED_OUTPUT, 1, f"{labels['saved']}: `{call.saved_output}`"))
+        entry.details.append((_P_SAVED_OUTPUT, 1, f"`{call.saved_output}`", labels["saved"] + ":"))
     return entry
 
 
-def _outcome(outcomes: list[bool], error: str | None, labels: dict[str, str]) -> str:
+def _outcome(work: CommandWork | OtherCall, labels: dict[str, str], with_gist: bool = True) -> str:
+    """`` → ok — first line of the output``, `` ×3 → failed 2×: `error`, then ok``, ..."""
+    outcomes = work.outcomes
     if not outcomes:
         return ""
     times = f" ×{len(outcomes)}" if len(outcomes) > 1 else ""
     failures = outcomes.count(False)
+    shown = with_gist and work.gist and outcomes[-1]
+    gist = f" — {_clip(work.gist, _GIST_CHARS)}" if shown else ""
     if failures == 0:
-        return f"{times} → {labels['ok']}"
-    detail = f": `{error}`" if error else ""
+        return f"{times} → {labels['ok']}{gist}"
+    detail = f": `{work.error}`" if work.error else ""
     if outcomes[-1]:
-        return f"{times} → {labels['failed']} {failures}×{detail}, {labels['then']} {labels['ok']}"
+        return f"{times} → {labels['failed']} {failures}×{detail}, {labels['then']} {labels['ok']}{gist}"
     return f"{times} → {labels['failed']}{detail}"
 
 
@@ -371,14 +392,18 @@ def _select(
 ) -> list[_Entry]:
     """Heads and details, most important first, while they fit in ``budget``.
 
-    A detail is taken only with its head. The last ``reserve`` tokens are kept for the salient
-    terms: only essential lines (priority >= ``_P_ESSENTIAL``) may use them.
+    A detail is taken only with its head, and a detail more important than its head brings the
+    head along; a head that ``needs_detail`` is never taken alone. The last ``reserve`` tokens
+    are kept for the salient terms: only essential lines (priority >= ``_P_ESSENTIAL``) may use
+    them.
     """
-    candidates: list[tuple[float, int, _Entry, tuple[int, str] | None]] = [
-        (entry.priority, 0, entry, None) for entry in entries
+    candidates: list[tuple[float, int, _Entry, tuple[int, str, str] | None]] = [
+        (entry.priority, 0, entry, None) for entry in entries if not entry.needs_detail
     ]
     for entry in entries:
-        candidates.extend((p, 1, entry, (position, text)) for p, position, text in entry.details)
+        candidates.extend(
+            (p, 1, entry, (position, text, group)) for p, position, text, group in entry.details
+        )
     candidates.sort(key=lambda c: (-c[0], c[1]))
     chosen: list[_Entry] = []
     taken: set[int] = set()
@@ -393,20 +418,18 @@ def _select(
                 chosen.append(entry)
                 taken.add(id(entry))
                 used += cost
-        else:
-            cost = count(detail[1]) + 1
-            if id(entry) not in taken:
-                # A detail more important than its head (a saved-output path on a file that
-                # was only read) brings the head along.
-                cost += count(entry.head) + 2
-                if used + cost > limit:
-                    continue
-                chosen.append(entry)
-                taken.add(id(entry))
-            elif used + cost > limit:
+            continue
+        cost = count(f"{detail[2]} {detail[1]}") + 1
+        if id(entry) not in taken:
+            cost += count(entry.head) + 2
+            if used + cost > limit:
                 continue
-            entry.chosen_details.append(detail)
-            used += cost
+            chosen.append(entry)
+            taken.add(id(entry))
+        elif used + cost > limit:
+            continue
+        entry.chosen_details.append(detail)
+        used += cost
     return chosen
 
 

@@ -47,12 +47,14 @@ _LISTING_TOOL_RE = re.compile(r"(?i)(list|\bls\b|dir|tree|glob|find_files)")
 _LINE_NUMBER_RE = re.compile(r"^\s*\d+\s*(?:→|\t|\|)\s?")
 ERROR_LINE_RE = re.compile(
     r"(?i)^\s*(?:\*\*\s*\(\w*(?:error|exception)"  # ** (CompileError) (Elixir)
-    r"|error\b|\w*(?:error|exception)\b:?"  # Error: / ValueError: / error[E0425]
-    r"|traceback\b|fatal\b|failed\b|failure\b|panic\b"
-    r"|exit code [1-9]|command not found|no such file|permission denied"
+    # Error: / ValueError: / error[E0425] -- but not a file or folder named error*/exception*
+    r"|\w*(?:error|exception)\b(?![/.\w-])"
+    r"|(?:traceback|fatal|failed|failure|panic)\b(?![/.\w-])"
+    r"|exit code [1-9]"
     r"|cannot\b|can't\b|could not\b|unable to\b|undefined\b)"
     r"|错误|失败|异常|报错"
-    r"|.*(?:\*\*\*.*\bError\b|\bexit (?:code|status) [1-9]|returned non-zero|\bFAILED\b)"
+    r"|.*(?:\*\*\*.*\bError\b|\bexit (?:code|status) [1-9]|returned non-zero|\bFAILED\b"
+    r"|command not found|no such file or directory|permission denied)"
 )
 _ERROR_SCAN_LINES = 12
 DEFINITION_RE = re.compile(

@@ -1,0 +1,230 @@
+"""Summary fidelity against a reference summary (benchmark B7).
+
+Claude Code compacts its own sessions and logs the summary it wrote. Replaying the same session
+up to that point and compacting it once, as late as possible, gives two summaries of (nearly)
+the same conversation. What a summary must keep above all are the *identifiers* the work needs
+again: names, paths, commands. So fidelity is measured on the identifiers of the reference
+summary (:func:`summary_identifiers`) that occur in the messages this package compacted: the
+share our summary keeps, the share the compaction model's input keeps (an LLM summary can only
+keep what it is shown), and the share ``search_dialog`` finds in the saved dialog (what the
+agent can still reach when the summary lost it). Containment is :func:`mentions`: whole names,
+not pieces of longer ones.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentscope.formatter import DashScopeChatFormatter
+from agentscope.message import Msg
+
+from ..agentscope1._convert import to_views
+from ..config import ContextConfig
+from ..core.summary import mentions
+from ..pipeline import Compactor
+from ..testing import ScriptedChatModel
+from ..tokens import get_token_counter
+from ..tools import make_dialog_tools
+from ..workspace import DialogStore, ToolResultStore
+from ._importers import Transcript
+from ._replayer import replay_transcript
+
+__all__ = ["FidelityResult", "latest_single_compaction", "summary_fidelity", "summary_identifiers"]
+
+_FENCED_RE = re.compile(r"```.*?```", re.S)
+_INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
+_PATH_RE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,7}\b")
+_TRAILING = ".,:;"
+_MINIMAL_ANSWER = "## Goal\n- (recorded)\n## Progress\n- (recorded)\n## Next Steps\n- (recorded)"
+
+
+def summary_identifiers(text: str) -> list[str]:
+    """The identifiers a summary names: its inline-code spans and its file paths.
+
+    Every ```` `span` ```` and every ``dir/name.ext`` path outside fenced code blocks (a code
+    block is code, not a list of names), stripped of surrounding blanks and trailing ``.,:;``,
+    at least two characters long, each once, in order of appearance.
+    """
+    prose = _FENCED_RE.sub(" ", text)
+    found = [span.strip() for span in _INLINE_CODE_RE.findall(prose)]
+    found += _PATH_RE.findall(_INLINE_CODE_RE.sub(" ", prose))
+    identifiers: list[str] = []
+    for item in found:
+        item = item.strip().rstrip(_TRAILING)
+        if len(item) >= 2 and item not in identifiers:
+            identifiers.append(item)
+    return identifiers
+
+
+@dataclass
+class FidelityResult:
+    """How much of a reference summary's identifiers survive one compaction."""
+
+    name: str
+    window: int
+    """The ``max_input_tokens`` of the replay."""
+    compactions: int
+    compacted_messages: int
+    total_messages: int
+    identifiers: list[str] = field(default_factory=list)
+    """Identifiers of the reference that occur in the compacted messages (the denominator)."""
+    not_in_compacted: list[str] = field(default_factory=list)
+    """Identifiers of the reference that the compacted messages do not hold (not counted)."""
+    missing_from_summary: list[str] = field(default_factory=list)
+    missing_from_input: list[str] = field(default_factory=list)
+    missing_from_search: list[str] = field(default_factory=list)
+    summary_chars: int = 0
+    reference_chars: int = 0
+    summary_tokens: int = 0
+    reference_tokens: int = 0
+    summary_text: str = ""
+
+    def share(self, missing: Sequence[str]) -> float:
+        """Share of the identifiers not in ``missing``."""
+        if not self.identifiers:
+            return 1.0
+        return round(1 - len(missing) / len(self.identifiers), 4)
+
+    def as_dict(self) -> dict:
+        """The figures (without the texts)."""
+        return {
+            "transcript": self.name,
+            "window": self.window,
+            "compactions": self.compactions,
+            "compacted_messages": self.compacted_messages,
+            "total_messages": self.total_messages,
+            "identifiers": len(self.identifiers),
+            "summary_share": self.share(self.missing_from_summary),
+            "input_share": self.share(self.missing_from_input),
+            "search_share": self.share(self.missing_from_search),
+            "summary_chars": self.summary_chars,
+            "reference_chars": self.reference_chars,
+            "summary_tokens": self.summary_tokens,
+            "reference_tokens": self.reference_tokens,
+            "missing_from_summary": self.missing_from_summary,
+            "missing_from_input": self.missing_from_input,
+            "missing_from_search": self.missing_from_search,
+        }
+
+
+async def latest_single_compaction(
+    messages: list[Msg],
+    config: ContextConfig,
+    *,
+    precision: float = 0.01,
+    workspace: Path | None = None,
+) -> int:
+    """The largest window at which replaying ``messages`` compacts at all: one compaction, as
+    late as possible. Found by bisection, to ``precision`` of the window."""
+    counter = get_token_counter("qwen")
+    high = math.ceil(counter.count_msgs(messages) / config.compaction.trigger_ratio) + 1024
+    low = 4096
+    if not await _compacts(messages, config, low, workspace):
+        raise ValueError("the conversation does not compact even at a 4096-token window")
+    while high - low > max(precision * low, 64):
+        middle = (low + high) // 2
+        if await _compacts(messages, config, middle, workspace):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+async def summary_fidelity(
+    name: str,
+    messages: list[Msg],
+    reference: str,
+    config: ContextConfig | None = None,
+    *,
+    window: int | None = None,
+    precision: float = 0.01,
+) -> FidelityResult:
+    """Replay ``messages``, compact once as late as possible, and compare with ``reference``.
+
+    Args:
+        name (`str`): For the report.
+        messages (`list[Msg]`): The conversation the reference summarises.
+        reference (`str`): The reference summary (e.g. Claude Code's).
+        config (`ContextConfig | None`): The configuration to replay with (default: defaults).
+        window (`int | None`): The window; ``None`` finds the largest that compacts once.
+        precision (`float`): Bisection precision of that search.
+    """
+    config = config or ContextConfig()
+    counter = get_token_counter("qwen")
+    with tempfile.TemporaryDirectory() as scratch:
+        if window is None:
+            window = await latest_single_compaction(
+                messages, config, precision=precision, workspace=Path(scratch)
+            )
+        workspace = Path(scratch) / "final"
+        replay = await replay_transcript(
+            Transcript(name, messages), config, workspace, window, check_recovery=False
+        )
+        dialog = DialogStore(workspace)
+        compacted = [record.msg for record in dialog.iter_records(newest_first=False)]
+        compacted_ids = {msg.id for msg in compacted}
+        corpus = "\n".join(
+            view.raw_text() for view in to_views([m for m in messages if m.id in compacted_ids])
+        )
+        summary_file = workspace / "summary.md"
+        summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
+        model_input = await _compaction_input(compacted, ToolResultStore(workspace), config, window)
+        _, search_dialog = make_dialog_tools(dialog)
+        result = FidelityResult(
+            name=name,
+            window=window,
+            compactions=replay.stats.get("compactions", 0),
+            compacted_messages=len(compacted),
+            total_messages=len(messages),
+            summary_chars=len(summary),
+            reference_chars=len(reference),
+            summary_tokens=counter.count_text(summary),
+            reference_tokens=counter.count_text(reference),
+            summary_text=summary,
+        )
+        for identifier in summary_identifiers(reference):
+            if not mentions(corpus, identifier):
+                result.not_in_compacted.append(identifier)
+                continue
+            result.identifiers.append(identifier)
+            if not mentions(summary, identifier):
+                result.missing_from_summary.append(identifier)
+            if not mentions(model_input, identifier):
+                result.missing_from_input.append(identifier)
+            answer = await search_dialog(identifier)
+            if str(answer.content[0]["text"]).startswith("No saved message"):
+                result.missing_from_search.append(identifier)
+    return result
+
+
+async def _compacts(
+    messages: list[Msg], config: ContextConfig, window: int, scratch: Path | None
+) -> bool:
+    with tempfile.TemporaryDirectory(dir=scratch) as workspace:
+        result = await replay_transcript(
+            Transcript("probe", messages), config, Path(workspace), window, check_recovery=False
+        )
+    return result.stats.get("compactions", 0) >= 1
+
+
+async def _compaction_input(
+    compacted: list[Msg], store: ToolResultStore, config: ContextConfig, window: int
+) -> str:
+    """Everything the compaction model would have been sent for ``compacted``: the real
+    ``Compactor``, with a scripted model that records each call and answers briefly."""
+    model = ScriptedChatModel(lambda call: _MINIMAL_ANSWER)
+    counter = get_token_counter("qwen")
+    compactor = Compactor(
+        model,
+        DashScopeChatFormatter(),
+        counter,
+        max_input_tokens=window,
+        budget_tokens=config.compaction.summary_tokens(window),
+    )
+    await compactor.summarize(to_views(compacted, store.read_text), None)
+    return "\n".join(call.text for call in model.calls)
