@@ -38,6 +38,9 @@ _MEDIA_TYPE_SUFFIX = {
     "audio/mp3": "mp3",
     "video/mp4": "mp4",
 }
+SUMMARY_READ_BYTES = 512 * 1024
+"""How much of a saved output the summary reads back (the head of a 100 MB log is enough to
+name what it is about; the rest stays reachable through ``read_file``)."""
 CLEANUP_INTERVAL_SECONDS = 3600.0
 """The running cleanup happens at most this often."""
 
@@ -100,7 +103,7 @@ class ToolResultStore:
         suffix = _MEDIA_TYPE_SUFFIX.get(media_type.lower().split(";")[0].strip(), "bin")
         return self._save(data, f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.{suffix}")
 
-    def read_text(self, relative_path: str, max_bytes: int = 4 << 20) -> str | None:
+    def read_text(self, relative_path: str, max_bytes: int = SUMMARY_READ_BYTES) -> str | None:
         """The saved text a notice names, for the summary (at most ``max_bytes``).
 
         Returns:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from ..messages import Message
 from ._model import SECTION_TITLES, CompactSummary
-from ._terms import Salience, mentions
+from ._terms import Salience, TextIndex
 from ._worklog import CommandWork, FileWork, OtherCall, WorkLog, build_worklog
 
 __all__ = ["DEFAULT_BUDGET_TOKENS", "estimate_tokens", "extractive_summary", "sentences"]
@@ -455,7 +455,7 @@ def _add_findings(
 ) -> None:
     """The agent's own sentences that name something in backticks, newest first, each only
     if it names something no chosen line names yet; they may use half of what is left."""
-    written = "\n".join(entry.render() for entry in chosen)
+    written = TextIndex("\n".join(entry.render() for entry in chosen))
     used = sum(count(entry.render()) + 2 for entry in chosen)
     limit = used + (budget - used) // 2
     for index, text in reversed(log.statements):
@@ -463,14 +463,14 @@ def _add_findings(
             spans = _BACKTICKED_RE.findall(sentence)
             if not spans or _DECISION_RE.search(sentence):
                 continue
-            if all(mentions(written, span) for span in spans):
+            if all(written.mentions(span) for span in spans):
                 continue
             line = _clip(sentence, 300)
             cost = count(line) + 2
             if used + cost > limit:
                 continue
             chosen.append(_Entry("critical_context", index, line, _P_FINDING))
-            written += "\n" + line
+            written.add(line)
             used += cost
 
 
@@ -488,7 +488,7 @@ def _add_terms(
     terms of these messages, down to those that passed by once in one output.
     """
     used = sum(count(entry.render()) + 2 for entry in chosen)
-    written = "\n".join(entry.render() for entry in chosen)
+    written = TextIndex("\n".join(entry.render() for entry in chosen))
     kept = [
         t
         for item in (previous.critical_context if previous else [])
@@ -498,12 +498,15 @@ def _add_terms(
     terms: list[str] = []
     for term in [*kept, *ranked]:
         shown = _relative(term, root)
-        if shown in terms or mentions(written, shown):
+        if written.mentions(shown):
             continue
-        cost = count(f"`{shown}`, ") + (2 if len(terms) % _TERMS_PER_LINE == 0 else 0)
+        # Priced by the bytes / 3 bound (a BPE token is rarely under 3 bytes of code), not by
+        # tokenizing each of hundreds of candidates: it can only leave budget unused.
+        cost = estimate_tokens(f"`{shown}`, ") + (2 if len(terms) % _TERMS_PER_LINE == 0 else 0)
         if used + cost > budget:
             continue
         terms.append(shown)
+        written.add(shown)
         used += cost
     for start in range(0, len(terms), _TERMS_PER_LINE):
         line = ", ".join(f"`{t}`" for t in terms[start : start + _TERMS_PER_LINE])

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ...truncation import split_notice
 from ..messages import Media, Message, Text, Thinking, ToolCall, ToolResult
 from ._model import CompactSummary
-from ._terms import Salience, code_terms, mentions
+from ._terms import Salience, TextIndex, code_terms
 from ._worklog import CONTENT_KEYS, EDIT_PAIRS, changed_lines
 
 __all__ = [
@@ -215,11 +215,11 @@ class _Renderer:
 def _outermost(terms: set[str]) -> list[str]:
     """``terms`` without those another listed term contains (``f`` inside ``` `f(x)` ```)."""
     kept: list[str] = []
-    joined = ""
+    index = TextIndex()
     for term in sorted(terms, key=lambda t: (-len(t), t)):
-        if not mentions(joined, term):
+        if not index.mentions(term):
             kept.append(term)
-            joined += "\n" + term
+            index.add(term)
     return kept
 
 

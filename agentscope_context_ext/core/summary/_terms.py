@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from ..messages import Message, Text, Thinking, ToolCall, ToolResult, string_values
 
-__all__ = ["SOURCE_WEIGHTS", "Salience", "code_terms", "mentions"]
+__all__ = ["SOURCE_WEIGHTS", "Salience", "TextIndex", "code_terms", "mentions"]
 
 _BACKTICKED = r"`([^`\n]{2,160})`"
 _PATH = (
@@ -33,6 +33,8 @@ _TERM_RE = re.compile(f"{_URL}|{_PATH}|{_KEBAB}|{_IDENT}")
 _MIN_LEN, _MAX_LEN = 3, 160
 _ARITY_RE = re.compile(r"(?:/\d+|\(\))$")
 _DIGIT_OR_DOT_RE = re.compile(r"[\d.]")
+_WORD_RE = re.compile(r"\w+")
+_WORD_ONLY_RE = re.compile(r"\w+")
 _CODE_SHAPE_RE = re.compile(r"/\d+$|\w\.\w|[a-z][A-Z]|^[A-Z][a-z0-9]+[A-Z]")
 _LONG_ARGUMENT = 300
 _COMMAND_KEYS = ("command", "cmd", "script", "shell", "bash", "code")
@@ -108,6 +110,29 @@ def mentions(text: str, term: str) -> bool:
     start = r"(?<![\w])" if re.match(r"\w", term) else ""
     end = r"(?![\w])" if re.search(r"\w$", term) else ""
     return re.search(start + re.escape(term) + end, text) is not None
+
+
+class TextIndex:
+    """Answers :func:`mentions` for many terms over one (growing) text, fast: a term that is one
+    word is a set lookup, and a term with a word the text lacks is rejected before any regex."""
+
+    def __init__(self, text: str = "") -> None:
+        self.text = ""
+        self.words: set[str] = set()
+        self.add(text)
+
+    def add(self, text: str) -> None:
+        """Append ``text`` (on a new line)."""
+        self.text = f"{self.text}\n{text}" if self.text else text
+        self.words.update(_WORD_RE.findall(text))
+
+    def mentions(self, term: str) -> bool:
+        """:func:`mentions` of ``term`` in the text."""
+        if _WORD_ONLY_RE.fullmatch(term):
+            return term in self.words
+        if any(word not in self.words for word in _WORD_RE.findall(term)):
+            return False
+        return mentions(self.text, term)
 
 
 class Salience:
