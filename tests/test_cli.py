@@ -39,6 +39,14 @@ def test_demo_runs_a_real_agent_and_reports(tmp_path: Path, capsys: pytest.Captu
     assert (out / "report.md").read_text().startswith("# agentscope-context demo")
     assert (out / "tokens.png").read_bytes().startswith(b"\x89PNG")
     assert list((out / "workspace" / "dialog").glob("*.jsonl"))
+    # The summary reads as a handover: no line that only says a tool ran or a file was read.
+    summary = (out / "workspace" / "summary.md").read_text()
+    progress = summary.split("## Progress")[1].split("## Key Decisions")[0]
+    lines = [line for line in progress.splitlines() if line.startswith("- ")]
+    assert lines
+    for line in lines:
+        assert "-> ok" not in line and "read_file(" not in line, line
+        assert not line.rstrip().endswith(("— read", "→ ok")), line
 
 
 def test_demo_on_another_folder_with_a_config(tmp_path: Path) -> None:
