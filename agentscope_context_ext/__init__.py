@@ -17,7 +17,7 @@ Public API (everything a user needs is importable from here):
 
 from ._version import __version__
 from .agent import ContextReActAgent
-from .config import (
+from .core.config import (
     CompactionConfig,
     ContextConfig,
     LongTermMemoryConfig,
@@ -25,21 +25,21 @@ from .config import (
     TruncationConfig,
     load_config,
 )
-from .errors import ConfigError, ContextExtError, WorkspaceError
-from .events import ContextEvent, ContextStats
+from .core.errors import ConfigError, ContextExtError, WorkspaceError
+from .core.events import ContextEvent, ContextStats
 from .longterm import LongTermMemory, consolidate
 from .manager import ContextManager, enable_context_management
 from .memory import CompactSummary, ContextMemory
-from .tokens import TokenCounter, get_token_counter
+from .core.tokens import TokenCounter, get_token_counter
 from .tools import make_dialog_tools, make_memory_tools, make_read_file_tool
-from .truncation import (
+from .core.truncation import (
     DEFAULT_MAX_BYTES,
     TRUNCATION_NOTICE_MARKER,
     TruncationNotice,
     split_notice,
     truncate_text_output,
 )
-from .workspace import DialogRecord, DialogRef, DialogStore, ToolResultStore
+from .core.workspace import DialogRecord, DialogRef, DialogStore, ToolResultStore
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

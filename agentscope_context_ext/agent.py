@@ -7,7 +7,7 @@ from typing import Any
 
 from agentscope.agent import ReActAgent
 
-from .config import ContextConfig
+from .core.config import ContextConfig
 from .manager import ContextManager, enable_context_management
 
 

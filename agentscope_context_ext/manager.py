@@ -30,9 +30,9 @@ from agentscope.memory import InMemoryMemory
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
-from .config import ContextConfig
-from .errors import ContextExtError
-from .events import ContextEvent, ContextStats, EventBus
+from .core.config import ContextConfig
+from .core.errors import ContextExtError
+from .core.events import ContextEvent, ContextStats, EventBus
 from .longterm import ConsolidationResult, LongTermMemory, SummarizerService
 from .longterm._service import LongTermMemoryService
 from .memory import ContextMemory
@@ -44,10 +44,10 @@ from .pipeline import (
     PipelineParts,
     ToolResultTruncator,
 )
-from .tokens import get_token_counter, known_max_input_tokens
+from .core.tokens import get_token_counter, known_max_input_tokens
 from .tools import make_dialog_tools, make_read_file_tool
 from .usage import UsageTap
-from .workspace import DialogStore, ToolResultStore, ensure_directory
+from .core.workspace import DialogStore, ToolResultStore, ensure_directory
 
 logger = logging.getLogger("agentscope_context_ext")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from agentscope.message import Msg
 
-from .truncation import split_notice
+from .core.truncation import split_notice
 
 __all__ = ["block_text", "message_text", "offload_paths", "output_text", "render_message"]
 

@@ -13,7 +13,7 @@ from agentscope_context_ext import CompactSummary, get_token_counter
 from agentscope_context_ext.agentscope1._convert import to_views
 from agentscope_context_ext.pipeline import Compactor
 from agentscope_context_ext.testing import ScriptedChatModel
-from agentscope_context_ext.truncation import truncate_fresh
+from agentscope_context_ext.core.truncation import truncate_fresh
 
 SAVED = "tool_result/" + "a" * 32 + ".txt"
 GOOD = """## Goal

@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel
 
 from agentscope_context_ext import ConfigError, ContextConfig, load_config
-from agentscope_context_ext.config import render_yaml
+from agentscope_context_ext.core.config import render_yaml
 
 REPO = Path(__file__).resolve().parent.parent
 

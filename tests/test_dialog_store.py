@@ -12,7 +12,7 @@ import pytest
 from agentscope.message import Msg
 
 from agentscope_context_ext import DialogStore
-from agentscope_context_ext.workspace import dialog_date
+from agentscope_context_ext.core.workspace import dialog_date
 
 TODAY = date(2026, 12, 2)
 

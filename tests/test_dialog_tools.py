@@ -58,7 +58,7 @@ async def test_search_finds_quoted_arguments_and_offloaded_outputs(workspace: Pa
     tool arguments as written (not JSON-escaped), and the saved full text of a truncated
     output, past its excerpt."""
     from agentscope_context_ext import ToolResultStore
-    from agentscope_context_ext.truncation import truncate_fresh
+    from agentscope_context_ext.core.truncation import truncate_fresh
 
     saved = ToolResultStore(workspace)
     full = "line\n" * 4000 + "deep_in_the_log: checksum mismatch at block 77\n"

@@ -20,7 +20,7 @@ from agentscope_context_ext import (
     enable_context_management,
     split_notice,
 )
-from agentscope_context_ext.errors import WorkspaceError
+from agentscope_context_ext.core.errors import WorkspaceError
 from agentscope_context_ext.longterm import LongTermMemory
 from agentscope_context_ext.memory import ContextMemory
 from agentscope_context_ext.pipeline import Compactor, ContextChecker

@@ -13,7 +13,7 @@ from agentscope_context_ext import (
     make_read_file_tool,
     split_notice,
 )
-from agentscope_context_ext.truncation import truncate_fresh
+from agentscope_context_ext.core.truncation import truncate_fresh
 
 
 def _claude_code_tool_outputs(path: Path) -> list[str]:

@@ -12,7 +12,7 @@ from agentscope_context_ext.core.summary import (
     mentions,
     summary_language,
 )
-from agentscope_context_ext.truncation import truncate_fresh
+from agentscope_context_ext.core.truncation import truncate_fresh
 
 SAVED = "tool_result/" + "a" * 32 + ".txt"
 ROOT = "/home/dev/billing"

@@ -10,7 +10,7 @@ from agentscope_context_ext.core.summary import (
     compaction_prompt,
     render_for_summary,
 )
-from agentscope_context_ext.truncation import truncate_fresh
+from agentscope_context_ext.core.truncation import truncate_fresh
 
 SAVED = "tool_result/" + "b" * 32 + ".txt"
 

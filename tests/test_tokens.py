@@ -12,12 +12,12 @@ from agentscope.message import Msg
 from agentscope.token import TokenCounterBase
 
 from agentscope_context_ext import TokenCounter, get_token_counter
-from agentscope_context_ext.tokens import (
+from agentscope_context_ext.core.tokens import (
     DEFAULT_MAX_INPUT_TOKENS,
     backend_for_model,
     known_max_input_tokens,
 )
-from agentscope_context_ext.tokens._backends import tiktoken_cache_path
+from agentscope_context_ext.core.tokens._backends import tiktoken_cache_path
 
 SAMPLES = [
     "hello world",

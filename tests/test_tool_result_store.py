@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentscope_context_ext import ToolResultStore
-from agentscope_context_ext.workspace import CLEANUP_INTERVAL_SECONDS
+from agentscope_context_ext.core.workspace import CLEANUP_INTERVAL_SECONDS
 
 
 class Clock:

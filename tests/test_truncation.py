@@ -18,7 +18,7 @@ from agentscope_context_ext import (
     split_notice,
     truncate_text_output,
 )
-from agentscope_context_ext.truncation import count_lines, truncate_fresh
+from agentscope_context_ext.core.truncation import count_lines, truncate_fresh
 
 PATH = "tool_result/0123456789abcdef0123456789abcdef.txt"
 

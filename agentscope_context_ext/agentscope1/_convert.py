@@ -14,7 +14,7 @@ from typing import Any
 from agentscope.message import Msg
 
 from ..core.messages import MEDIA_KINDS, Media, Message, Part, Text, Thinking, ToolCall, ToolResult
-from ..truncation import split_notice
+from ..core.truncation import split_notice
 
 __all__ = ["output_text", "to_view", "to_views"]
 

@@ -7,7 +7,7 @@ import asyncio
 from agentscope.agent import ReActAgent, UserAgent
 from agentscope.tool import Toolkit
 
-from ..config import ContextConfig
+from ..core.config import ContextConfig
 from ..manager import enable_context_management
 from ._models import model_from_environment
 

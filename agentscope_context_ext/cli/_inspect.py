@@ -10,7 +10,7 @@ from typing import TextIO
 from ..longterm import LongTermMemory
 from ..longterm._consolidation import last_consolidation
 from ..pipeline._pipeline import SUMMARY_FILE
-from ..workspace import DialogStore
+from ..core.workspace import DialogStore
 
 
 def inspect_workspace(workspace: Path, ttl_days: float, stream: TextIO) -> dict:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._version import __version__
-from ..config import ContextConfig
-from ..errors import ConfigError, WorkspaceError
+from ..core.config import ContextConfig
+from ..core.errors import ConfigError, WorkspaceError
 from ..replay import TranscriptError
 
 EXIT_OK = 0
@@ -174,7 +174,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_cleanup(args: argparse.Namespace) -> int:
-    from ..workspace import ToolResultStore
+    from ..core.workspace import ToolResultStore
 
     if not args.workspace.is_dir():
         raise BadInput(f"{args.workspace}: not a workspace directory")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ..config import ContextConfig
+from ..core.config import ContextConfig
 from ..replay import load_transcripts, replay_transcript
 from ..replay._report import Curve, aggregate, write_report
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..testing import ModelCall, reply, tool_call
-from ..truncation import split_notice
+from ..core.truncation import split_notice
 
 GREPS = [
     r"^class \w+",

@@ -22,13 +22,13 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 from agentscope.tool import Toolkit
 
-from ..config import ContextConfig
+from ..core.config import ContextConfig
 from ..manager import enable_context_management
 from ..rendering import offload_paths
 from ..replay._checks import prompt_pair_violations
 from ..replay._report import Curve, write_report
 from ..testing import ModelCall, ScriptedChatModel
-from ..workspace import DialogStore
+from ..core.workspace import DialogStore
 from ._plan import exploration_plan
 from ._tools import make_explorer_tools
 

@@ -12,7 +12,7 @@ from typing import Any
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
-from ..workspace import is_within
+from ..core.workspace import is_within
 
 _TEXT_SUFFIXES = {
     ".py",

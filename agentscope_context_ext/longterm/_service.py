@@ -14,7 +14,7 @@ from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
 from ..agentscope1._convert import to_views
-from ..config import ContextConfig
+from ..core.config import ContextConfig
 from ..core.summary import render_for_summary
 from ..tools import make_memory_tools
 from ._consolidation import (

@@ -26,7 +26,7 @@ from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 from agentscope.tool import Toolkit
 
-from ..workspace import atomic_write_text, ensure_directory
+from ..core.workspace import atomic_write_text, ensure_directory
 from ._store import LongTermMemory
 
 logger = logging.getLogger("agentscope_context_ext")

@@ -3,7 +3,7 @@ compaction and dialog saving."""
 
 from ._checker import ContextChecker, ContextCount
 from ._compactor import CompactionResult, Compactor
-from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
+from ..core.pipeline._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
 from ._pipeline import ContextPipeline, PipelineParts
 from ._tool_results import ToolResultTruncator, TruncationOutcome
 

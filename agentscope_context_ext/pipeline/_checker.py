@@ -23,8 +23,8 @@ from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
 
 from ..memory import ContextMemory
-from ..tokens import TokenCounter
-from ..truncation import encoded_size
+from ..core.tokens import TokenCounter
+from ..core.truncation import encoded_size
 
 logger = logging.getLogger("agentscope_context_ext")
 

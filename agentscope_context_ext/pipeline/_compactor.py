@@ -31,7 +31,7 @@ from ..core.summary import (
     render_messages,
     summary_language,
 )
-from ..tokens import TokenCounter
+from ..core.tokens import TokenCounter
 
 logger = logging.getLogger("agentscope_context_ext")
 

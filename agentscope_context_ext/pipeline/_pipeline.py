@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from agentscope.message import Msg
 
 from ..agentscope1._convert import to_views
-from ..config import ContextConfig
+from ..core.config import ContextConfig
 from ..core.summary import merge_refs
-from ..events import EventBus
+from ..core.events import EventBus
 from ..memory import ContextMemory
 from ..rendering import output_text
-from ..tokens import TokenCounter
-from ..workspace import DialogStore, ToolResultStore, atomic_write_text
+from ..core.tokens import TokenCounter
+from ..core.workspace import DialogStore, ToolResultStore, atomic_write_text
 from ._checker import ContextChecker, ContextCount
 from ._compactor import Compactor
-from ._cut import CutItem, choose_cut, valid_boundaries
+from ..core.pipeline._cut import CutItem, choose_cut, valid_boundaries
 from ._tool_results import ToolResultTruncator, TruncationOutcome
 
 logger = logging.getLogger("agentscope_context_ext")

@@ -24,17 +24,17 @@ from typing import Any
 
 from agentscope.message import Msg, TextBlock
 
-from ..config import TruncationConfig
+from ..core.config import TruncationConfig
 from ..memory import result_state
-from ..tokens import TokenCounter
-from ..truncation import (
+from ..core.tokens import TokenCounter
+from ..core.truncation import (
     RETRUNCATE_SLACK_BYTES,
     encoded_size,
     split_notice,
     truncate_fresh,
     truncate_text_output,
 )
-from ..workspace import ToolResultStore
+from ..core.workspace import ToolResultStore
 
 logger = logging.getLogger("agentscope_context_ext")
 

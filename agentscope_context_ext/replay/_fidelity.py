@@ -24,13 +24,13 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 
 from ..agentscope1._convert import to_views
-from ..config import ContextConfig
+from ..core.config import ContextConfig
 from ..core.summary import mentions
 from ..pipeline import Compactor
 from ..testing import ScriptedChatModel
-from ..tokens import get_token_counter
+from ..core.tokens import get_token_counter
 from ..tools import make_dialog_tools
-from ..workspace import DialogStore, ToolResultStore
+from ..core.workspace import DialogStore, ToolResultStore
 from ._importers import Transcript
 from ._replayer import replay_transcript
 

@@ -23,12 +23,12 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 from agentscope.tool import Toolkit
 
-from ..config import ContextConfig
+from ..core.config import ContextConfig
 from ..manager import enable_context_management
 from ..memory import has_tool_results
 from ..testing import ScriptedChatModel
-from ..truncation import split_notice
-from ..workspace import DialogStore
+from ..core.truncation import split_notice
+from ..core.workspace import DialogStore
 from ._checks import prompt_pair_violations
 from ._importers import Transcript
 

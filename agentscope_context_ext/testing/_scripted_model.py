@@ -20,7 +20,7 @@ from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.model._model_usage import ChatUsage
 
-from ..tokens import TokenCounter, get_token_counter
+from ..core.tokens import TokenCounter, get_token_counter
 
 Reply = str | ChatResponse | list | dict | BaseException | None
 """A scripted answer: text, a ``ChatResponse``, a list of content blocks, a dict (structured

@@ -11,7 +11,7 @@ from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
 from ..rendering import render_message
-from ..workspace import DialogStore
+from ..core.workspace import DialogStore
 
 _MESSAGE_CHARS = 2000
 _MAX_LIMIT = 200

@@ -17,9 +17,9 @@ from typing import Any
 from agentscope.message import TextBlock
 from agentscope.tool import ToolResponse
 
-from ..config import TruncationConfig
-from ..truncation import TruncationNotice, attach_notice, truncate_fresh
-from ..workspace import TOOL_RESULT_DIRNAME, is_within
+from ..core.config import TruncationConfig
+from ..core.truncation import TruncationNotice, attach_notice, truncate_fresh
+from ..core.workspace import TOOL_RESULT_DIRNAME, is_within
 
 _SCAN_CHUNK = 1 << 20
 _BINARY_SNIFF_BYTES = 8192

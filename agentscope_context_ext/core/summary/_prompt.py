@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ...truncation import split_notice
+from ..truncation import split_notice
 from ..messages import Media, Message, Text, Thinking, ToolCall, ToolResult
 from ._model import CompactSummary
 from ._terms import Salience, TextIndex, code_terms

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...truncation import split_notice
+from ..truncation import split_notice
 from ..messages import Message, ToolCall, ToolResult
 from ._terms import code_terms
 

@@ -3,7 +3,7 @@
 Example:
     .. code-block:: python
 
-        from agentscope_context_ext.tokens import get_token_counter
+        from agentscope_context_ext.core.tokens import get_token_counter
 
         counter = get_token_counter("qwen-plus")
         counter.count_text("你好, world")          # exact Qwen count, no network

@@ -43,7 +43,7 @@ _CACHE_SIZE = 200_000
 class TokenCounter(TokenCounterBase):
     """Counts tokens offline with one backend; also an AgentScope ``TokenCounterBase``.
 
-    Build one with :func:`agentscope_context_ext.tokens.get_token_counter`.
+    Build one with :func:`agentscope_context_ext.core.tokens.get_token_counter`.
 
     Args:
         backend (`str`): ``qwen``, ``o200k_base``, ``cl100k_base`` or ``estimate``.

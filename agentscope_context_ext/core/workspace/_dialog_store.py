@@ -21,8 +21,8 @@ from pathlib import Path
 
 from agentscope.message import Msg
 
-from ..core.messages import string_values
-from ..core.summary import DialogRef
+from ..messages import string_values
+from ..summary import DialogRef
 from ..truncation import split_notice
 from ._files import ensure_directory, file_lock
 from ._tool_result_store import ToolResultStore
