@@ -16,7 +16,19 @@ Public API (everything a user needs is importable from here):
 """
 
 from ._version import __version__
-from .agent import ContextReActAgent
+from .agentscope1 import (
+    ContextManager,
+    ContextMemory,
+    ContextReActAgent,
+    DialogStore,
+    TokenCounter,
+    consolidate,
+    enable_context_management,
+    get_token_counter,
+    make_dialog_tools,
+    make_memory_tools,
+    make_read_file_tool,
+)
 from .core.config import (
     CompactionConfig,
     ContextConfig,
@@ -27,11 +39,8 @@ from .core.config import (
 )
 from .core.errors import ConfigError, ContextExtError, WorkspaceError
 from .core.events import ContextEvent, ContextStats
-from .longterm import LongTermMemory, consolidate
-from .manager import ContextManager, enable_context_management
-from .memory import CompactSummary, ContextMemory
-from .core.tokens import TokenCounter, get_token_counter
-from .tools import make_dialog_tools, make_memory_tools, make_read_file_tool
+from .core.longterm import LongTermMemory
+from .core.summary import CompactSummary
 from .core.truncation import (
     DEFAULT_MAX_BYTES,
     TRUNCATION_NOTICE_MARKER,
@@ -39,7 +48,7 @@ from .core.truncation import (
     split_notice,
     truncate_text_output,
 )
-from .core.workspace import DialogRecord, DialogRef, DialogStore, ToolResultStore
+from .core.workspace import DialogRecord, DialogRef, ToolResultStore
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -127,7 +127,7 @@ def test_inspect_describes_a_workspace(tmp_path: Path, capsys: pytest.CaptureFix
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out)]) == 0
     capsys.readouterr()
-    from agentscope_context_ext.longterm import LongTermMemory
+    from agentscope_context_ext.core.longterm import LongTermMemory
 
     LongTermMemory(out / "workspace").append("User prefers metric units", "Personal")
     assert main(["inspect", str(out / "workspace")]) == 0

@@ -10,10 +10,10 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 
 from agentscope_context_ext import CompactSummary, get_token_counter
-from agentscope_context_ext.agentscope1._convert import to_views
-from agentscope_context_ext.pipeline import Compactor
-from agentscope_context_ext.testing import ScriptedChatModel
+from agentscope_context_ext.agentscope1 import model_call, to_views
+from agentscope_context_ext.core.pipeline import Compactor
 from agentscope_context_ext.core.truncation import truncate_fresh
+from agentscope_context_ext.testing import ScriptedChatModel
 
 SAVED = "tool_result/" + "a" * 32 + ".txt"
 GOOD = """## Goal
@@ -97,7 +97,11 @@ def views(full_text: str | None = None):
 def _compactor(script, budget: int = 2048) -> tuple[Compactor, ScriptedChatModel]:
     model = ScriptedChatModel(script, when_exhausted=None)
     compactor = Compactor(
-        model, DashScopeChatFormatter(), get_token_counter("qwen"), 32768, budget, timeout=5
+        model_call(model, DashScopeChatFormatter()),
+        get_token_counter("qwen"),
+        32768,
+        budget,
+        timeout=5,
     )
     return compactor, model
 
@@ -160,7 +164,11 @@ def test_times_out() -> None:
 
     model = ScriptedChatModel(slow)
     compactor = Compactor(
-        model, DashScopeChatFormatter(), get_token_counter("qwen"), 32768, 2048, timeout=0.05
+        model_call(model, DashScopeChatFormatter()),
+        get_token_counter("qwen"),
+        32768,
+        2048,
+        timeout=0.05,
     )
     result = asyncio.run(compactor.summarize(views(), None))
     assert result.summary.source == "extractive"

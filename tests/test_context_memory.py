@@ -10,8 +10,7 @@ from agentscope.memory import InMemoryMemory
 from agentscope.message import Msg
 from agentscope.session import JSONSession
 
-from agentscope_context_ext import CompactSummary, ContextMemory
-from agentscope_context_ext.memory import DialogRef
+from agentscope_context_ext import CompactSummary, ContextMemory, DialogRef
 
 
 def msgs(n: int) -> list[Msg]:

@@ -8,7 +8,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentscope_context_ext.pipeline import CutItem, choose_cut, tool_pairs, valid_boundaries
+from agentscope_context_ext.core.pipeline import CutItem, choose_cut, tool_pairs, valid_boundaries
 
 
 def item(tokens: int = 10, uses: tuple[str, ...] = (), results: tuple[str, ...] = ()) -> CutItem:

@@ -15,15 +15,15 @@ from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
 from agentscope_context_ext import (
+    ContextMemory,
     DialogStore,
     ToolResultStore,
     enable_context_management,
     split_notice,
 )
 from agentscope_context_ext.core.errors import WorkspaceError
-from agentscope_context_ext.longterm import LongTermMemory
-from agentscope_context_ext.memory import ContextMemory
-from agentscope_context_ext.pipeline import Compactor, ContextChecker
+from agentscope_context_ext.core.longterm import LongTermMemory
+from agentscope_context_ext.core.pipeline import Compactor, ContextChecker
 from agentscope_context_ext.testing import ScriptedChatModel, reply, tool_call
 
 from agent_harness import make_agent, scripted_session, session_plan, tool_ids

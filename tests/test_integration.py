@@ -389,14 +389,14 @@ async def test_session_reload_gives_the_same_prompts(workspace: Path, tmp_path: 
     session = JSONSession(save_dir=str(tmp_path / "sessions"))
     await session.save_session_state(session_id="s", agent=half)
 
-    done = len([c for c in half.model.calls if is_agent_call(c)]) - 1
+    done = len([c for c in half.model.inner.calls if is_agent_call(c)]) - 1
     resumed_model = scripted_session(plan[done:])
     resumed = make_agent(resumed_model, DashScopeChatFormatter())
     enable_context_management(resumed, config)
     await session.load_session_state(session_id="s", agent=resumed)
     await resumed(second)
 
-    straight_tail = [c.messages for c in straight.model.calls if is_agent_call(c)][
+    straight_tail = [c.messages for c in straight.model.inner.calls if is_agent_call(c)][
         -len(resumed_model.calls) :
     ]
     resumed_prompts = [c.messages for c in resumed_model.calls if is_agent_call(c)]

@@ -21,15 +21,15 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
-from agentscope_context_ext import enable_context_management, make_memory_tools
+from agentscope_context_ext import consolidate, enable_context_management, make_memory_tools
+from agentscope_context_ext.agentscope1 import agent_runner
 from agentscope_context_ext.cli import main
-from agentscope_context_ext.longterm import (
+from agentscope_context_ext.core.longterm import (
     ConsolidationScheduler,
     LongTermMemory,
     MemoryInputError,
     SummarizerService,
     SummarizerSettings,
-    consolidate,
     last_consolidation,
 )
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
@@ -358,12 +358,13 @@ def test_journaled_job_of_a_killed_process_runs_on_next_start(
         f"""
         import asyncio, os
         from agentscope.formatter import DashScopeChatFormatter
-        from agentscope_context_ext.longterm import LongTermMemory, SummarizerService
+        from agentscope_context_ext.agentscope1 import agent_runner
+        from agentscope_context_ext.core.longterm import LongTermMemory, SummarizerService
         from agentscope_context_ext.testing import ScriptedChatModel
 
         async def main():
             ltm = LongTermMemory({str(workspace)!r})
-            service = SummarizerService(ltm, ScriptedChatModel(["[SILENT]"]), DashScopeChatFormatter(), tools=lambda: [], emit=None)
+            service = SummarizerService(ltm, agent_runner(ScriptedChatModel(["[SILENT]"]), DashScopeChatFormatter(), "summarizer"), tools=lambda: [], emit=None)
             service.submit("[user] I prefer metric units.\\n[tool] ModuleNotFoundError ... installed from the wheelhouse")
             os._exit(9)  # killed before the job ran
 
@@ -401,8 +402,7 @@ async def test_service_retries_with_backoff(workspace: Path) -> None:
     model = ScriptedChatModel(lambda call: next(attempts))
     service = SummarizerService(
         LongTermMemory(workspace),
-        model,
-        DashScopeChatFormatter(),
+        agent_runner(model, DashScopeChatFormatter(), "summarizer"),
         tools=lambda: [],
         emit=emit,
         settings=SummarizerSettings(retries=3, backoff_seconds=1.5),
@@ -543,7 +543,8 @@ async def test_scheduler_survives_a_failing_run_and_starts_stops() -> None:
 # ------------------------------------------------------------- prompt injection
 
 
-async def test_memory_is_injected_bounded_and_refreshed_only_on_change(workspace: Path) -> None:
+async def test_memory_is_shown_bounded_and_refreshed_only_on_change(workspace: Path) -> None:
+    """Memory.md reaches the model as a head message, never through the system prompt."""
     ltm = LongTermMemory(workspace)
     ltm.append("User prefers metric units", "Personal")
     for i in range(300):
@@ -565,16 +566,18 @@ async def test_memory_is_injected_bounded_and_refreshed_only_on_change(workspace
         },
     )
     await agent(Msg("user", "hi", "user"))
-    system = model.calls[0].messages[0]["content"]
-    assert system.startswith("Base prompt.\n\n<long-term-memory>")
-    assert "memory_append" in system and "User prefers metric units" in system
-    assert "call memory_read for the rest" in system
-    assert manager.counter.count_text(system) < 300 + 400
+    system, block = model.calls[0].messages[0], model.calls[0].messages[1]
+    assert system["content"] == "Base prompt."
+    text = block["content"] if isinstance(block["content"], str) else block["content"][0]["text"]
+    assert block["role"] == "user" and text.startswith("<long-term-memory>")
+    assert "memory_append" in text and "User prefers metric units" in text
+    assert "call memory_read for the rest" in text
+    assert manager.counter.count_text(text) < 300 + 400
     await agent(Msg("user", "again", "user"))
-    assert model.calls[1].messages[0]["content"] == system, "unchanged file: byte-identical prefix"
+    assert model.calls[1].messages[:2] == model.calls[0].messages[:2], "unchanged file: same prefix"
     ltm.append("User's name is Ada", "Personal")
     await agent(Msg("user", "and now", "user"))
-    assert "User's name is Ada" in model.calls[2].messages[0]["content"]
-    assert agent._sys_prompt.count("<long-term-memory>") == 1
-    manager.close()
-    assert agent._sys_prompt == "Base prompt."
+    assert "User's name is Ada" in str(model.calls[2].messages[1]["content"])
+    assert agent.sys_prompt == "Base prompt."
+    manager.detach()
+    assert agent.sys_prompt == "Base prompt."

@@ -8,8 +8,8 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 
 from agentscope_context_ext import enable_context_management
+from agentscope_context_ext.agentscope1 import UsageTap
 from agentscope_context_ext.testing import ScriptedChatModel
-from agentscope_context_ext.usage import UsageTap
 
 from agent_harness import make_agent, scripted_session, session_plan
 
@@ -41,10 +41,11 @@ async def test_calibration_shifts_the_budget(workspace: Path) -> None:
     )
     raw = (await manager.count()).total
     await agent(Msg("user", "one", "user"))
-    assert manager.pipeline.calibration > 400
-    assert (
-        await manager.count()
-    ).total - manager.pipeline.last_raw_total == manager.pipeline.calibration
+    assert manager.pipeline.count.calibration > 400
+    calibrated = await manager.count()
+    assert calibrated.calibration == manager.pipeline.count.calibration
+    uncalibrated = calibrated.system + calibrated.head + calibrated.messages + calibrated.tools
+    assert calibrated.total == uncalibrated + manager.pipeline.count.calibration
     assert raw > 0
 
 

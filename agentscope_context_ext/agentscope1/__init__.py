@@ -1,1 +1,50 @@
-"""The AgentScope 1.x adapter: AgentScope's ``Msg`` mapped onto the core's neutral view."""
+"""The AgentScope 1.x adapter: the core behind 1.x's own extension points.
+
+``ContextMemory`` (a ``MemoryBase``) holds the working memory and serves the summary and
+``Memory.md`` as head messages; the ``post_acting`` and ``pre_reasoning`` instance hooks run the
+core pipeline; the core's tools become 1.x tool functions; the Summarizer and consolidation
+agents are ``ReActAgent``\\ s. :class:`Attachment` records every change made to an agent.
+"""
+
+from ._agent import ContextReActAgent
+from ._attachment import Attachment, adopt_memory
+from ._context import AgentScopeContext
+from ._convert import DialogStore, MsgCodec, as_tool, output_text, to_view, to_views
+from ._longterm import LongTermMemoryService, agent_runner, consolidate
+from ._manager import HOOK_NAME, ContextManager, enable_context_management
+from ._memory import META_KEY, ContextMemory, has_tool_results, result_state
+from ._model import model_call, named_model
+from ._tokens import TokenCounter, get_token_counter
+from ._tools import make_dialog_tools, make_memory_tools, make_read_file_tool
+from ._usage import UsageTap
+
+__all__ = [
+    "HOOK_NAME",
+    "META_KEY",
+    "AgentScopeContext",
+    "Attachment",
+    "ContextManager",
+    "ContextMemory",
+    "ContextReActAgent",
+    "DialogStore",
+    "LongTermMemoryService",
+    "MsgCodec",
+    "TokenCounter",
+    "UsageTap",
+    "adopt_memory",
+    "agent_runner",
+    "as_tool",
+    "consolidate",
+    "enable_context_management",
+    "get_token_counter",
+    "has_tool_results",
+    "make_dialog_tools",
+    "make_memory_tools",
+    "make_read_file_tool",
+    "model_call",
+    "named_model",
+    "output_text",
+    "result_state",
+    "to_view",
+    "to_views",
+]

@@ -7,16 +7,21 @@ or anything a tool returned; non-text items are shown as JSON, never dropped.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import date
 from typing import Any
 
-from agentscope.message import Msg
+from agentscope.message import Msg, TextBlock
+from agentscope.tool import ToolResponse
 
 from ..core.messages import MEDIA_KINDS, Media, Message, Part, Text, Thinking, ToolCall, ToolResult
 from ..core.truncation import split_notice
+from ..core.workspace import DialogStore as CoreDialogStore
 
-__all__ = ["output_text", "to_view", "to_views"]
+__all__ = ["DialogStore", "MsgCodec", "as_tool", "output_text", "part_of", "to_view", "to_views"]
 
 
 SavedText = Callable[[str], str | None]
@@ -76,6 +81,11 @@ def output_text(output: Any) -> str:
     return _as_text(output)
 
 
+def part_of(block: Any, saved_text: SavedText | None = None) -> Part | None:
+    """The neutral part of one 1.x content block (``None`` for unknown block types)."""
+    return _part(block, saved_text)
+
+
 def _part(block: Any, saved_text: SavedText | None) -> Part | None:
     if not isinstance(block, dict):
         return Text(_as_text(block))
@@ -130,3 +140,38 @@ def _as_text(value: Any) -> str:
             return str(value)
         except RecursionError:
             return f"<{type(value).__name__} too deeply nested to show>"
+
+
+class DialogStore(CoreDialogStore[Msg]):
+    """The dialog store of 1.x messages (``Msg.to_dict()`` per line).
+
+    Args:
+        workspace (`str | os.PathLike`): The workspace folder.
+        today (`Callable[[], date]`): Returns today's local date; tests inject one.
+    """
+
+    def __init__(
+        self, workspace: str | os.PathLike[str], today: Callable[[], date] = date.today
+    ) -> None:
+        super().__init__(workspace, today, MsgCodec())
+
+
+class MsgCodec:
+    """Dialog records of 1.x messages: ``Msg.to_dict()`` and ``Msg.from_dict()``."""
+
+    def encode(self, msg: Msg) -> dict[str, Any]:
+        return msg.to_dict()
+
+    def decode(self, record: dict[str, Any]) -> Msg:
+        return Msg.from_dict(record)
+
+
+def as_tool(function: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[ToolResponse]]:
+    """A core tool (an async function returning text) as an AgentScope 1.x tool function: same
+    name, signature and docstring (AgentScope reads the schema from them), a ``ToolResponse``."""
+
+    @functools.wraps(function)
+    async def tool(*args: Any, **kwargs: Any) -> ToolResponse:
+        return ToolResponse(content=[TextBlock(type="text", text=await function(*args, **kwargs))])
+
+    return tool

@@ -7,8 +7,8 @@ import asyncio
 from agentscope.agent import ReActAgent, UserAgent
 from agentscope.tool import Toolkit
 
+from ..agentscope1 import enable_context_management
 from ..core.config import ContextConfig
-from ..manager import enable_context_management
 from ._models import model_from_environment
 
 EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}

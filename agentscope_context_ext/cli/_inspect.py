@@ -7,9 +7,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ..longterm import LongTermMemory
-from ..longterm._consolidation import last_consolidation
-from ..pipeline._pipeline import SUMMARY_FILE
+from ..core.longterm import LongTermMemory, last_consolidation
+from ..core.pipeline import SUMMARY_FILE
 from ..core.workspace import DialogStore
 
 

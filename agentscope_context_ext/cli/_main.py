@@ -192,8 +192,8 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
 def _cmd_consolidate(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..longterm import LongTermMemory, consolidate
-    from ..longterm._consolidation import read_state
+    from ..agentscope1 import consolidate
+    from ..core.longterm import LongTermMemory, read_state
     from ._models import NoModelError, model_from_environment
 
     if not args.workspace.is_dir():

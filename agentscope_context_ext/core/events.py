@@ -92,10 +92,9 @@ class ContextStats:
         """Fold one event into the totals."""
         self.counts[event.type] += 1
         data = event.data
-        if event.type == "tool_result_truncated":
+        if event.type in ("tool_result_truncated", "tool_result_retruncated"):
+            # Stage two saves a copy too, of a result stage one left whole.
             self.bytes_offloaded += int(data.get("bytes_offloaded", 0))
-            self.tokens_saved_by_truncation += int(data.get("tokens_saved", 0))
-        elif event.type == "tool_result_retruncated":
             self.tokens_saved_by_truncation += int(data.get("tokens_saved", 0))
         elif event.type == "compaction_finished":
             self.tokens_saved_by_compaction += max(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..testing import ModelCall, reply, tool_call
 from ..core.truncation import split_notice
+from ..testing import ModelCall, reply, tool_call
 
 GREPS = [
     r"^class \w+",

@@ -22,13 +22,12 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 from agentscope.tool import Toolkit
 
+from ..agentscope1 import DialogStore, enable_context_management, to_view
 from ..core.config import ContextConfig
-from ..manager import enable_context_management
-from ..rendering import offload_paths
+from ..core.rendering import offload_paths
 from ..replay._checks import prompt_pair_violations
 from ..replay._report import Curve, write_report
 from ..testing import ModelCall, ScriptedChatModel
-from ..core.workspace import DialogStore
 from ._plan import exploration_plan
 from ._tools import make_explorer_tools
 
@@ -205,6 +204,6 @@ def _missing_offloads(msgs: list[Msg], dialog: DialogStore, workspace: Path) -> 
     return sum(
         1
         for msg in everything
-        for path in offload_paths(msg)
+        for path in offload_paths(to_view(msg))
         if path.startswith("tool_result/") and not (workspace / path).is_file()
     )

@@ -23,14 +23,12 @@ from pathlib import Path
 from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 
-from ..agentscope1._convert import to_views
+from ..agentscope1 import DialogStore, get_token_counter, make_dialog_tools, model_call, to_views
 from ..core.config import ContextConfig
+from ..core.pipeline import Compactor
 from ..core.summary import mentions
-from ..pipeline import Compactor
+from ..core.workspace import ToolResultStore
 from ..testing import ScriptedChatModel
-from ..core.tokens import get_token_counter
-from ..tools import make_dialog_tools
-from ..core.workspace import DialogStore, ToolResultStore
 from ._importers import Transcript
 from ._replayer import replay_transcript
 
@@ -220,8 +218,7 @@ async def _compaction_input(
     model = ScriptedChatModel(lambda call: _MINIMAL_ANSWER)
     counter = get_token_counter("qwen")
     compactor = Compactor(
-        model,
-        DashScopeChatFormatter(),
+        model_call(model, DashScopeChatFormatter()),
         counter,
         max_input_tokens=window,
         budget_tokens=config.compaction.summary_tokens(window),

@@ -23,12 +23,10 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 from agentscope.tool import Toolkit
 
+from ..agentscope1 import DialogStore, enable_context_management, has_tool_results
 from ..core.config import ContextConfig
-from ..manager import enable_context_management
-from ..memory import has_tool_results
-from ..testing import ScriptedChatModel
 from ..core.truncation import split_notice
-from ..core.workspace import DialogStore
+from ..testing import ScriptedChatModel
 from ._checks import prompt_pair_violations
 from ._importers import Transcript
 

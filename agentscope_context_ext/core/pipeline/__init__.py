@@ -1,1 +1,46 @@
-"""The steps of the pre-reasoning pipeline (SPEC 4), independent of the AgentScope version."""
+"""The pre-reasoning pipeline (SPEC 3.2-4.4), independent of the framework: the truncation
+stages, the token check, the pair-safe cut, the compactor and SaveDialog, over a
+:class:`ContextPort` that an adapter implements."""
+
+from ._checker import ContextChecker, ContextCount, message_bound
+from ._compaction import SUMMARY_FILE, Compaction, cut_item
+from ._compactor import CallModel, CompactionResult, Compactor
+from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
+from ._pipeline import ContextPipeline, PipelineParts, PromptCount, build_pipeline
+from ._port import ContextPort, SavedText
+from ._stage_two import StageTwo
+from ._tool_results import (
+    ResultChange,
+    ResultSlot,
+    ResultTruncator,
+    TruncationOutcome,
+    outcome_data,
+)
+
+__all__ = [
+    "SUMMARY_FILE",
+    "CallModel",
+    "Compaction",
+    "CompactionResult",
+    "Compactor",
+    "ContextChecker",
+    "ContextCount",
+    "ContextPipeline",
+    "ContextPort",
+    "CutItem",
+    "PipelineParts",
+    "PromptCount",
+    "ResultChange",
+    "ResultSlot",
+    "ResultTruncator",
+    "SavedText",
+    "StageTwo",
+    "TruncationOutcome",
+    "build_pipeline",
+    "choose_cut",
+    "cut_item",
+    "message_bound",
+    "outcome_data",
+    "tool_pairs",
+    "valid_boundaries",
+]

@@ -11,7 +11,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from ..workspace import DialogRef
 
 __all__ = ["SECTION_TITLES", "CompactSummary", "DialogRef", "merge_refs"]
 
@@ -24,22 +26,6 @@ SECTION_TITLES: dict[str, str] = {
     "critical_context": "Critical Context",
 }
 """Summary fields and their Markdown section titles, in order."""
-
-
-class DialogRef(BaseModel):
-    """A run of saved raw messages: ``dialog/2026-12-02.jsonl`` lines 1-340."""
-
-    model_config = ConfigDict(frozen=True)
-
-    file: str
-    """Workspace-relative dialog file, e.g. ``dialog/2026-12-02.jsonl``."""
-    first_line: int = Field(ge=1)
-    """First line (1-based) of the run."""
-    last_line: int = Field(ge=1)
-    """Last line of the run (inclusive)."""
-
-    def __str__(self) -> str:
-        return f"{self.file} lines {self.first_line}-{self.last_line}"
 
 
 def merge_refs(refs: Iterable[DialogRef]) -> list[DialogRef]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..truncation import split_notice
 from ..messages import Media, Message, Text, Thinking, ToolCall, ToolResult
+from ..truncation import split_notice
 from ._model import CompactSummary
 from ._terms import Salience, TextIndex, code_terms
 from ._worklog import CONTENT_KEYS, EDIT_PAIRS, changed_lines

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..truncation import split_notice
 from ..messages import Message, ToolCall, ToolResult
+from ..truncation import split_notice
 from ._terms import code_terms
 
 __all__ = [

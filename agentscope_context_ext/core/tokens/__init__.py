@@ -20,8 +20,8 @@ from ._counter import (
     DEFAULT_MEDIA_TOKEN_COST,
     TokenCounter,
     content_fingerprint,
-    msg_to_formatted,
     render_formatted_message,
+    view_to_formatted,
 )
 from ._windows import DEFAULT_MAX_INPUT_TOKENS, known_max_input_tokens
 
@@ -36,8 +36,8 @@ __all__ = [
     "content_fingerprint",
     "get_token_counter",
     "known_max_input_tokens",
-    "msg_to_formatted",
     "render_formatted_message",
+    "view_to_formatted",
 ]
 
 _O200K_PREFIXES = ("gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4")
@@ -59,6 +59,7 @@ def get_token_counter(
     *,
     model_name: str | None = None,
     media_token_cost: int = DEFAULT_MEDIA_TOKEN_COST,
+    counter_class: type[TokenCounter] = TokenCounter,
 ) -> TokenCounter:
     """Build a :class:`TokenCounter`.
 
@@ -68,6 +69,7 @@ def get_token_counter(
             AgentScope chat model (its ``model_name`` is used).
         model_name (`str | None`): With ``auto``: the model to pick a backend for.
         media_token_cost (`int`): Tokens counted per image/audio/video block.
+        counter_class (`type[TokenCounter]`): The class to build (an adapter's subclass).
 
     Returns:
         `TokenCounter`: Never touches the network. A tiktoken encoding that is not in the local
@@ -96,4 +98,4 @@ def get_token_counter(
         backend = "qwen"
     if media_token_cost < 0:
         raise ValueError(f"media_token_cost must not be negative, got {media_token_cost}")
-    return TokenCounter(backend, make_encoder(backend), media_token_cost=media_token_cost)
+    return counter_class(backend, make_encoder(backend), media_token_cost=media_token_cost)

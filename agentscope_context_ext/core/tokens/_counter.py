@@ -18,8 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from agentscope.message import Msg
-from agentscope.token import TokenCounterBase
+from ..messages import Media, Message, Text, Thinking, ToolCall, ToolResult
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -40,8 +39,8 @@ _MEDIA_KEYS = ("image", "image_url", "audio", "input_audio", "video")
 _CACHE_SIZE = 200_000
 
 
-class TokenCounter(TokenCounterBase):
-    """Counts tokens offline with one backend; also an AgentScope ``TokenCounterBase``.
+class TokenCounter:
+    """Counts tokens offline with one backend.
 
     Build one with :func:`agentscope_context_ext.core.tokens.get_token_counter`.
 
@@ -88,8 +87,8 @@ class TokenCounter(TokenCounterBase):
     ) -> int:
         """Tokens of a formatted prompt (a formatter's output) plus tool schemas.
 
-        This is the ``agentscope.token.TokenCounterBase`` interface, so a ``TokenCounter`` can be
-        passed wherever AgentScope takes a token counter.
+        The signature of AgentScope 1.x's ``TokenCounterBase.count``: the 1.x adapter's
+        ``TokenCounter`` is one, and can be passed wherever AgentScope takes a token counter.
         """
         return self.count_formatted(messages, tools)
 
@@ -116,10 +115,10 @@ class TokenCounter(TokenCounterBase):
 
     # --------------------------------------------------------------- messages
 
-    def count_msg(self, msg: Msg) -> int:
-        """Tokens of an AgentScope ``Msg`` as a formatter would send it, cached.
+    def count_view(self, msg: Message) -> int:
+        """Tokens of a message as an OpenAI/DashScope formatter would send it, cached.
 
-        The cache key is the message id plus a fingerprint of its content that is O(blocks) to
+        The cache key is the message id plus a fingerprint of its content that is O(parts) to
         compute (string hashes are cached by Python), so an unchanged message costs no
         tokenization, and a message edited in place (e.g. re-truncated) is counted again.
         """
@@ -128,16 +127,16 @@ class TokenCounter(TokenCounterBase):
         if cached is not None and cached[0] == fingerprint:
             self._msg_cache.move_to_end(msg.id)
             return cached[1]
-        count = sum(self.count_formatted_message(part) for part in msg_to_formatted(msg))
+        count = sum(self.count_formatted_message(part) for part in view_to_formatted(msg))
         self.tokenized_messages += 1
         self._msg_cache[msg.id] = (fingerprint, count)
         if len(self._msg_cache) > _CACHE_SIZE:
             self._msg_cache.popitem(last=False)
         return count
 
-    def count_msgs(self, msgs: Iterable[Msg]) -> int:
-        """Sum of :meth:`count_msg` over ``msgs``."""
-        return sum(self.count_msg(msg) for msg in msgs)
+    def count_views(self, msgs: Iterable[Message]) -> int:
+        """Sum of :meth:`count_view` over ``msgs``."""
+        return sum(self.count_view(msg) for msg in msgs)
 
     def forget(self, msg_ids: Iterable[str]) -> None:
         """Drop cached counts of messages that left the context."""
@@ -205,71 +204,48 @@ def _collect(content: Any, pieces: list[str]) -> int:
     return media
 
 
-def msg_to_formatted(msg: Msg) -> list[dict]:
+def view_to_formatted(msg: Message) -> list[dict]:
     """The formatted messages an OpenAI/DashScope formatter makes of ``msg``, for counting.
 
     Text and tool calls stay in one message of the sender's role; every tool result becomes a
-    ``tool`` message of its own, as the formatters lay them out.
+    ``tool`` message of its own, as the formatters lay them out. Thinking is not sent.
     """
-    if isinstance(msg.content, str):
-        return [{"role": msg.role, "content": msg.content}]
     parts: list[dict] = []
     tool_calls: list[dict] = []
     results: list[dict] = []
-    for block in msg.content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "tool_use":
-            tool_calls.append(
-                {
-                    "function": {
-                        "name": block.get("name"),
-                        "arguments": json.dumps(
-                            block.get("input", {}), ensure_ascii=False, default=str
-                        ),
-                    },
-                },
-            )
-        elif kind == "tool_result":
-            output = block.get("output", "")
-            results.append({"role": "tool", "content": output})
-        else:
-            parts.append(block)
+    for part in msg.parts:
+        if isinstance(part, Text):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, Media):
+            parts.append({"type": part.kind})
+        elif isinstance(part, ToolCall):
+            arguments = json.dumps(dict(part.arguments), ensure_ascii=False, default=str)
+            tool_calls.append({"function": {"name": part.name, "arguments": arguments}})
+        elif isinstance(part, ToolResult):
+            content: list[dict] = [{"type": "text", "text": part.text}] if part.text else []
+            content += [{"type": m.kind} for m in part.media]
+            results.append({"role": "tool", "content": content})
     formatted = []
     if parts or tool_calls:
         formatted.append({"role": msg.role, "content": parts, "tool_calls": tool_calls})
     return formatted + results
 
 
-def content_fingerprint(msg: Msg) -> tuple:
+def content_fingerprint(msg: Message) -> tuple:
     """A cheap value that changes whenever the content of ``msg`` changes."""
-    content = msg.content
-    if isinstance(content, str):
-        return (msg.role, hash(content))
-    return (msg.role, *(_block_fingerprint(block) for block in content))
+    return (msg.role, *(_part_fingerprint(part) for part in msg.parts))
 
 
-def _block_fingerprint(block: Any) -> Any:
-    if not isinstance(block, dict):
-        return hash(repr(block))
-    kind = block.get("type")
-    if kind == "text":
-        return ("t", hash(block.get("text", "")))
-    if kind == "tool_result":
-        output = block.get("output")
-        if isinstance(output, list):
-            return ("r", block.get("id"), *(_block_fingerprint(item) for item in output))
-        return ("r", block.get("id"), hash(output) if isinstance(output, str) else repr(output))
-    if kind == "tool_use":
-        return ("u", block.get("id"), block.get("name"), _input_fingerprint(block.get("input")))
-    if kind in ("image", "audio", "video"):
-        source = block.get("source") or {}
-        locator = source.get("data") or source.get("url") if isinstance(source, dict) else source
-        return (kind, hash(locator) if isinstance(locator, str) else repr(locator))
-    if kind == "thinking":
-        return ("k", hash(block.get("thinking", "")))
-    return hash(json.dumps(block, sort_keys=True, default=str))
+def _part_fingerprint(part: object) -> object:
+    if isinstance(part, Text | Thinking):
+        return (type(part).__name__, hash(part.text))
+    if isinstance(part, ToolCall):
+        return ("u", part.id, part.name, _input_fingerprint(dict(part.arguments)))
+    if isinstance(part, ToolResult):
+        return ("r", part.id, hash(part.text), *(_part_fingerprint(m) for m in part.media))
+    if isinstance(part, Media):
+        return (part.kind, hash(part.data or part.url or ""))
+    return hash(repr(part))
 
 
 def _input_fingerprint(value: Any) -> Any:

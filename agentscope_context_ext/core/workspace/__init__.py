@@ -1,6 +1,14 @@
 """The file-system layer of the context (SPEC 2.2): dialog files, saved tool results, locks."""
 
-from ._dialog_store import DIALOG_DIRNAME, DialogRecord, DialogRef, DialogStore, dialog_date
+from ._dialog_store import (
+    DIALOG_DIRNAME,
+    DialogRecord,
+    DialogRef,
+    DialogStore,
+    DictCodec,
+    RecordCodec,
+    dialog_date,
+)
 from ._files import atomic_write_bytes, atomic_write_text, ensure_directory, file_lock, is_within
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,
@@ -15,6 +23,8 @@ __all__ = [
     "DialogRecord",
     "DialogRef",
     "DialogStore",
+    "DictCodec",
+    "RecordCodec",
     "ToolResultStore",
     "atomic_write_bytes",
     "atomic_write_text",

@@ -1,6 +1,7 @@
 """``dialog/YYYY-MM-DD.jsonl``: raw messages that compaction removed from memory (SPEC 2.2, 4.4).
 
-One ``Msg.to_dict()`` per line. Appends are flushed and fsync'ed before :meth:`append`
+One message per line, as JSON: the record the adapter's codec makes of it (``Msg.to_dict()`` on
+AgentScope 1.x), so this store imports nothing of AgentScope. Appends are flushed and fsync'ed before :meth:`append`
 returns, because the caller removes the messages from memory right after: the file is then the
 only copy. Several processes may share a workspace, so appends hold a lock and start on a fresh
 line even if a crash left a torn last line. Readers skip corrupt lines with a warning and
@@ -14,15 +15,15 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
-from agentscope.message import Msg
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import string_values
-from ..summary import DialogRef
 from ..truncation import split_notice
 from ._files import ensure_directory, file_lock
 from ._tool_result_store import ToolResultStore
@@ -35,16 +36,61 @@ _TIMESTAMP_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _CHUNK = 1 << 16
 
 
+M = TypeVar("M")
+
+
+class RecordCodec(Protocol[M]):
+    """How an adapter turns its messages into the JSON records of a dialog file and back."""
+
+    def encode(self, msg: M) -> dict[str, Any]:
+        """A JSON-able record with at least ``id`` (and ``timestamp`` to file it by date)."""
+        ...
+
+    def decode(self, record: dict[str, Any]) -> M:
+        """The message again; raises ``ValueError``/``KeyError``/``TypeError`` when invalid."""
+        ...
+
+
+class DictCodec:
+    """Records stay plain dicts (the default)."""
+
+    def encode(self, msg: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(msg)
+
+    def decode(self, record: dict[str, Any]) -> dict[str, Any]:
+        if "id" not in record:
+            raise KeyError("id")
+        return record
+
+
+class DialogRef(BaseModel):
+    """A run of saved raw messages: ``dialog/2026-12-02.jsonl`` lines 1-340."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    """Workspace-relative dialog file, e.g. ``dialog/2026-12-02.jsonl``."""
+    first_line: int = Field(ge=1)
+    """First line (1-based) of the run."""
+    last_line: int = Field(ge=1)
+    """Last line of the run (inclusive)."""
+
+    def __str__(self) -> str:
+        return f"{self.file} lines {self.first_line}-{self.last_line}"
+
+
 @dataclass(frozen=True)
-class DialogRecord:
+class DialogRecord(Generic[M]):
     """One saved message and where it is."""
 
     file: str
     """Workspace-relative path of the dialog file."""
     line: int
     """Line number (1-based) in that file."""
-    msg: Msg
-    """The message, as it was when it left memory."""
+    msg: M
+    """The message, as it was when it left memory (decoded by the store's codec)."""
+    record: dict[str, Any]
+    """The JSON record as saved."""
 
 
 def dialog_date(timestamp: object, today: date) -> date:
@@ -62,19 +108,22 @@ def dialog_date(timestamp: object, today: date) -> date:
     return today
 
 
-class DialogStore:
+class DialogStore(Generic[M]):
     """Appends messages to dated JSONL files and reads them back.
 
     Args:
         workspace (`str | os.PathLike`): The workspace folder.
         today (`Callable[[], date]`): Returns today's local date; tests inject one.
+        codec (`RecordCodec`): Turns messages into records and back (default: plain dicts).
     """
 
     def __init__(
         self,
         workspace: str | os.PathLike[str],
         today: Callable[[], date] = date.today,
+        codec: RecordCodec[M] | None = None,
     ) -> None:
+        self.codec: RecordCodec[Any] = codec or DictCodec()
         self.workspace = Path(workspace)
         self.directory = self.workspace / DIALOG_DIRNAME
         self._today = today
@@ -82,7 +131,7 @@ class DialogStore:
 
     # ------------------------------------------------------------------ writing
 
-    def append(self, msgs: Sequence[Msg]) -> list[DialogRef]:
+    def append(self, msgs: Sequence[M]) -> list[DialogRef]:
         """Append ``msgs`` (in order) and make them durable before returning.
 
         Messages are grouped into files by their own timestamp's date.
@@ -99,7 +148,9 @@ class DialogStore:
         today = self._today()
         groups: dict[date, list[bytes]] = {}
         for msg in msgs:
-            groups.setdefault(dialog_date(msg.timestamp, today), []).append(_encode_line(msg))
+            record = self.codec.encode(msg)
+            day = dialog_date(record.get("timestamp"), today)
+            groups.setdefault(day, []).append(_encode_line(record))
         refs = []
         with file_lock(self.directory / ".lock"):
             for day in sorted(groups):
@@ -158,15 +209,15 @@ class DialogStore:
         for file in files:
             lines = _lines_backwards if newest_first else _lines_forwards
             for line_no, raw in lines(self._resolve(file)):
-                msg = _decode_line(raw, file, line_no)
-                if msg is None or msg.id in seen:
+                record = self._decode(raw, file, line_no)
+                if record is None or record.record["id"] in seen:
                     continue
-                seen.add(msg.id)
-                yield DialogRecord(file, line_no, msg)
+                seen.add(record.record["id"])
+                yield record
 
     def message_ids(self) -> set[str]:
         """Ids of every saved message."""
-        return {record.msg.id for record in self.iter_records()}
+        return {str(record.record["id"]) for record in self.iter_records()}
 
     def read(
         self,
@@ -210,9 +261,9 @@ class DialogStore:
         records = []
         if start_line is None:
             for line_no, raw in _lines_backwards(path):
-                msg = _decode_line(raw, file, line_no)
-                if msg is not None:
-                    records.append(DialogRecord(file, line_no, msg))
+                record = self._decode(raw, file, line_no)
+                if record is not None:
+                    records.append(record)
                 if len(records) >= limit:
                     break
             records.reverse()
@@ -222,9 +273,9 @@ class DialogStore:
                     continue
                 if line_no >= start_line + limit:
                     break
-                msg = _decode_line(raw, file, line_no)
-                if msg is not None:
-                    records.append(DialogRecord(file, line_no, msg))
+                record = self._decode(raw, file, line_no)
+                if record is not None:
+                    records.append(record)
         return file, records
 
     def search(self, query: str, limit: int = 10) -> list[DialogRecord]:
@@ -239,7 +290,7 @@ class DialogStore:
             raise ValueError(f"limit must be at least 1, got {limit}")
         found = []
         for record in self.iter_records(newest_first=True):
-            texts = [str(record.msg.name), *_strings(record.msg.content)]
+            texts = list(string_values(record.record))
             haystack = "\n".join(texts).lower()
             missing = [word for word in words if word not in haystack]
             if missing:
@@ -263,6 +314,18 @@ class DialogStore:
                     saved.append(full)
         return saved
 
+    def _decode(self, raw: bytes, file: str, line_no: int) -> DialogRecord[M] | None:
+        if not raw.strip():
+            return None
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or "id" not in data:
+                raise ValueError("not a message record")
+            return DialogRecord(file, line_no, self.codec.decode(data), data)
+        except (ValueError, KeyError, TypeError, AssertionError) as exc:
+            logger.warning("skipping corrupt line %d of %s: %s", line_no, file, exc or "invalid")
+            return None
+
     def _resolve(self, file: str) -> Path:
         name = file.replace("\\", "/").rpartition("/")[2]
         if not _FILE_RE.match(name):
@@ -273,27 +336,13 @@ class DialogStore:
 # ---------------------------------------------------------------------- line helpers
 
 
-def _encode_line(msg: Msg) -> bytes:
-    record = msg.to_dict()
+def _encode_line(record: dict[str, Any]) -> bytes:
     try:
         text = json.dumps(record, ensure_ascii=False, default=str)
         return text.encode("utf-8") + b"\n"
     except UnicodeEncodeError:
         # Lone surrogates cannot be UTF-8; ASCII escapes keep them exactly (json round-trips).
         return json.dumps(record, ensure_ascii=True, default=str).encode("ascii") + b"\n"
-
-
-def _decode_line(raw: bytes, file: str, line_no: int) -> Msg | None:
-    if not raw.strip():
-        return None
-    try:
-        data = json.loads(raw)
-        if not isinstance(data, dict):
-            raise ValueError("not an object")
-        return Msg.from_dict(data)
-    except (ValueError, KeyError, TypeError, AssertionError) as exc:
-        logger.warning("skipping corrupt line %d of %s: %s", line_no, file, exc or "invalid")
-        return None
 
 
 def _count_lines(handle) -> int:
@@ -335,7 +384,3 @@ def _lines_backwards(path: Path) -> Iterator[tuple[int, bytes]]:
                 line_no -= 1
         if line_no >= 1:
             yield line_no, pending
-
-
-def _strings(content: object) -> list[str]:
-    return [content] if isinstance(content, str) else list(string_values(content))

@@ -5,6 +5,8 @@ A drop-in ``MemoryBase`` with the whole contract ``ReActAgent`` uses (marks incl
 
 - ``compact_summary`` — the structured summary, served as ONE user message at the head of
   ``get_memory()`` with a stable id, so the prompt prefix does not churn between compactions;
+- the long-term memory (``Memory.md`` and the guide to its tools), served the same way just
+  before it; it is derived from the file, so it is never part of the saved state;
 - a change log (:meth:`drain_changes`) so token accounting touches only what changed;
 - the list of messages whose tool results still await stage one (:meth:`pending_results`),
   because ``post_acting`` hooks do not fire for every call when tools run in parallel.
@@ -22,7 +24,10 @@ from agentscope.memory import MemoryBase
 from agentscope.message import Msg
 
 from ..core.summary import CompactSummary
-from ._summary import summary_to_msg
+
+SUMMARY_MSG_NAME = "context_summary"
+LONG_TERM_MSG_NAME = "long_term_memory"
+LONG_TERM_MSG_ID = "context-long-term-memory"
 
 META_KEY = "agentscope_context_ext"
 """Key in ``Msg.metadata`` under which this package records per-result truncation state."""
@@ -52,6 +57,7 @@ class ContextMemory(MemoryBase):
         self.compact_summary: CompactSummary | None = None
         self._index: dict[str, Msg] = {}
         self._summary_msg: Msg | None = None
+        self._long_term_msg: Msg | None = None
         self._changed: set[str] = set()
         self._removed: set[str] = set()
         self._epoch = 0
@@ -158,6 +164,11 @@ class ContextMemory(MemoryBase):
                     updated += 1
         return updated
 
+    @property
+    def compressed_summary(self) -> str:
+        """AgentScope's own compression summary (empty unless something set one)."""
+        return self._compressed_summary
+
     async def update_compressed_summary(self, summary: str) -> None:
         """AgentScope's own compression summary (kept and shown after ours, if ever used)."""
         self._compressed_summary = summary
@@ -177,12 +188,32 @@ class ContextMemory(MemoryBase):
             return None
         if self._summary_msg is None:
             msg_id = f"context-summary-{self.compact_summary.compactions}"
-            self._summary_msg = summary_to_msg(self.compact_summary, msg_id)
+            summary = self.compact_summary
+            self._summary_msg = Msg(
+                SUMMARY_MSG_NAME,
+                summary.render(),
+                "user",
+                timestamp=summary.created_at.replace("T", " "),
+            )
+            self._summary_msg.id = msg_id
         return self._summary_msg
 
+    def set_long_term(self, text: str | None) -> None:
+        """Show ``text`` (the long-term memory block) before the summary; ``None`` hides it."""
+        current = self._long_term_msg.content if self._long_term_msg is not None else None
+        if text == current:
+            return
+        if text is None:
+            self._long_term_msg = None
+        else:
+            self._long_term_msg = Msg(LONG_TERM_MSG_NAME, text, "user")
+            self._long_term_msg.id = LONG_TERM_MSG_ID
+        self._changed.add("__long_term__")
+
     def head_messages(self) -> list[Msg]:
-        """What precedes the messages in the prompt: our summary, then AgentScope's, if any."""
-        head = []
+        """What precedes the messages in the prompt: the long-term memory, our summary, then
+        AgentScope's own compression summary, if any."""
+        head = [self._long_term_msg] if self._long_term_msg is not None else []
         summary = self.summary_msg()
         if summary is not None:
             head.append(summary)

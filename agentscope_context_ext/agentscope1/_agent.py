@@ -7,8 +7,8 @@ from typing import Any
 
 from agentscope.agent import ReActAgent
 
-from .core.config import ContextConfig
-from .manager import ContextManager, enable_context_management
+from ..core.config import ContextConfig
+from ._manager import ContextManager, enable_context_management
 
 
 class ContextReActAgent(ReActAgent):

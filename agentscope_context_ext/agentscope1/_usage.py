@@ -3,8 +3,10 @@
 ``UsageTap`` wraps the agent's chat model and reports ``ChatResponse.usage.input_tokens`` of
 every call (streamed or not) to a callback; the manager compares it with its own count
 (``stats.token_count_error``) and, with ``calibrate_with_usage``, shifts its budget by the gap.
-Everything else is delegated to the wrapped model, including setting ``stream`` (AgentScope
-flips it temporarily during knowledge retrieval).
+AgentScope 1.x keeps no usage where a hook could read it, so wrapping the model is the only way
+to see it; the wrapper is a proper ``ChatModelBase`` whose ``model_name`` and ``stream`` are the
+wrapped model's (``ReActAgent`` flips ``stream`` during knowledge retrieval), and detaching the
+manager puts the original model back.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ class UsageTap(ChatModelBase):
     """
 
     def __init__(self, inner: ChatModelBase, on_usage: Callable[[int], Any]) -> None:
-        # ChatModelBase.__init__ only sets model_name/stream, which are delegated here.
-        object.__setattr__(self, "inner", inner)
-        object.__setattr__(self, "_on_usage", on_usage)
+        self.inner = inner
+        self._on_usage = on_usage
+        super().__init__(model_name=inner.model_name, stream=inner.stream)
 
     @property
     def model_name(self) -> str:  # type: ignore[override]
@@ -48,9 +50,6 @@ class UsageTap(ChatModelBase):
     @stream.setter
     def stream(self, value: bool) -> None:
         self.inner.stream = value
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         response = await self.inner(*args, **kwargs)

@@ -10,16 +10,15 @@ bad range) is a one-line error string the agent can read, never an exception.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import TextBlock
-from agentscope.tool import ToolResponse
+from ..config import TruncationConfig
+from ..truncation import TruncationNotice, attach_notice, truncate_fresh
+from ..workspace import is_within
 
-from ..core.config import TruncationConfig
-from ..core.truncation import TruncationNotice, attach_notice, truncate_fresh
-from ..core.workspace import TOOL_RESULT_DIRNAME, is_within
+__all__ = ["FileReader", "ReadFileError", "resolve_allowed_roots"]
 
 _SCAN_CHUNK = 1 << 20
 _BINARY_SNIFF_BYTES = 8192
@@ -226,64 +225,3 @@ def _scan_lines(handle, wanted: Sequence[int]) -> tuple[dict[int, int], int, int
     newline_count = line - 1
     total_lines = newline_count + (1 if last and last != b"\n" else 0)
     return starts, total_lines, position
-
-
-def make_read_file_tool(
-    workspace: str | os.PathLike[str],
-    truncation: TruncationConfig | None = None,
-    allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
-    max_bytes_cap: int | None = None,
-) -> Callable[..., Coroutine[Any, Any, ToolResponse]]:
-    """Build the ``read_file`` tool function for a ``Toolkit``.
-
-    Args:
-        workspace (`str | os.PathLike`): The workspace (always readable: notices point into it).
-        truncation (`TruncationConfig | None`): Byte limits; defaults to the documented ones.
-        allowed_roots (`Sequence[str] | None`): Extra readable roots; empty or ``None`` means
-            the current directory.
-        max_bytes_cap (`int | None`): Upper bound on one excerpt, e.g. the window share.
-
-    Returns:
-        An async tool function named ``read_file`` returning a ``ToolResponse``.
-
-    Example:
-        .. code-block:: python
-
-            toolkit = Toolkit()
-            toolkit.register_tool_function(make_read_file_tool(".agentscope-context"))
-    """
-    reader = FileReader(
-        resolve_allowed_roots(workspace, allowed_roots),
-        truncation,
-        max_bytes_cap,
-        text_dirs=[Path(workspace).absolute() / TOOL_RESULT_DIRNAME],
-    )
-
-    async def read_file(
-        file_path: str,
-        start_line: int = 1,
-        end_line: int | None = None,
-        start_byte: int = 0,
-    ) -> ToolResponse:
-        """Read a text file by line range. Use it to continue a truncated tool result: its
-        notice names the file_path, start_line (and start_byte) to pass.
-
-        Args:
-            file_path (str):
-                Path of the file, e.g. the `tool_result/....txt` path named in a truncation
-                notice, or a project file.
-            start_line (int):
-                First line to read (1-based).
-            end_line (int | None):
-                Last line to read (inclusive); omit to read to the end of the file.
-            start_byte (int):
-                Byte offset inside start_line to start from, when a notice gives one.
-        """
-        try:
-            text = reader.read(file_path, start_line, end_line, start_byte)
-        except ReadFileError as exc:
-            text = f"Error: {exc}"
-        return ToolResponse(content=[TextBlock(type="text", text=text)])
-
-    read_file.reader = reader  # type: ignore[attr-defined]
-    return read_file

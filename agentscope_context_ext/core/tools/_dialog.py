@@ -1,37 +1,39 @@
 """``read_dialog`` and ``search_dialog``: the agent's way back into compacted conversation
 (SPEC 6.2). The summary's dialog path guide names the files and line ranges; these tools read
-them, newest first by default, and render messages compactly."""
+them, newest first by default, and render messages compactly. Plain async functions returning
+text; each adapter wraps them into its framework's tool type."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from agentscope.message import TextBlock
-from agentscope.tool import ToolResponse
-
+from ..messages import Message
 from ..rendering import render_message
-from ..core.workspace import DialogStore
+from ..workspace import DialogStore
+
+__all__ = ["make_dialog_tools"]
 
 _MESSAGE_CHARS = 2000
 _MAX_LIMIT = 200
 
 
-def _response(text: str) -> ToolResponse:
-    return ToolResponse(content=[TextBlock(type="text", text=text)])
+DialogTool = Callable[..., Coroutine[Any, Any, str]]
 
 
 def make_dialog_tools(
-    store: DialogStore,
-) -> tuple[
-    Callable[..., Coroutine[Any, Any, ToolResponse]],
-    Callable[..., Coroutine[Any, Any, ToolResponse]],
-]:
-    """Build ``(read_dialog, search_dialog)`` tool functions over ``store``."""
+    store: DialogStore, view: Callable[[Any], Message]
+) -> tuple[DialogTool, DialogTool]:
+    """Build ``(read_dialog, search_dialog)`` over ``store``.
+
+    Args:
+        store (`DialogStore`): The dialog files.
+        view (`Callable[[Any], Message]`): The neutral view of one of the store's messages.
+    """
 
     async def read_dialog(
         date: str | None = None, start_line: int | None = None, limit: int = 50
-    ) -> ToolResponse:
+    ) -> str:
         """Read raw messages saved by context compaction, from dialog/YYYY-MM-DD.jsonl. By
         default reads the newest file from the end backwards (the most recent messages);
         pass start_line to read forward from a line the summary names.
@@ -49,26 +51,24 @@ def make_dialog_tools(
             start = None if start_line is None else int(start_line)
             file, records = store.read(date, start, limit)
         except (TypeError, ValueError) as exc:
-            return _response(f"Error: {exc}")
+            return f"Error: {exc}"
         if file is None:
-            return _response("No dialog has been saved yet: nothing was compacted.")
+            return "No dialog has been saved yet: nothing was compacted."
         if not records:
             available = ", ".join(store.files()) or "none"
-            return _response(
-                f"Error: no messages in {file} at that position (dialog files: {available})"
-            )
+            return f"Error: no messages in {file} at that position (dialog files: {available})"
         total = store.line_count(file)
         lines = [f"{file}, lines {records[0].line}-{records[-1].line} of {total}:"]
-        lines += [f"[line {r.line}] {render_message(r.msg, _MESSAGE_CHARS)}" for r in records]
+        lines += [f"[line {r.line}] {render_message(view(r.msg), _MESSAGE_CHARS)}" for r in records]
         first = records[0].line
         if first > 1:
             earlier = max(1, first - limit)
             lines.append(
                 f"(earlier messages: read_dialog(date={file[7:17]!r}, start_line={earlier}, limit={first - earlier}))"
             )
-        return _response("\n".join(lines))
+        return "\n".join(lines)
 
-    async def search_dialog(query: str, limit: int = 10) -> ToolResponse:
+    async def search_dialog(query: str, limit: int = 10) -> str:
         """Search all saved dialog (messages removed from the context by compaction) for
         messages containing every word of the query, newest first.
 
@@ -81,13 +81,13 @@ def make_dialog_tools(
         try:
             found = store.search(str(query), max(1, min(int(limit), _MAX_LIMIT)))
         except (TypeError, ValueError) as exc:
-            return _response(f"Error: {exc}")
+            return f"Error: {exc}"
         if not found:
-            return _response(f"No saved message contains all of: {query}")
+            return f"No saved message contains all of: {query}"
         lines = [f"{len(found)} message(s), newest first:"]
         lines += [
-            f"[{r.file} line {r.line}] {render_message(r.msg, _MESSAGE_CHARS)}" for r in found
+            f"[{r.file} line {r.line}] {render_message(view(r.msg), _MESSAGE_CHARS)}" for r in found
         ]
-        return _response("\n".join(lines))
+        return "\n".join(lines)
 
     return read_dialog, search_dialog

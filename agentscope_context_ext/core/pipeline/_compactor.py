@@ -1,8 +1,9 @@
 """``Compactor``: turns the oldest messages (and the previous summary) into a new summary
 (SPEC 4 step 3, 4.2).
 
-LLM path first: the compaction model (by default the agent's own model and formatter) answers
-with six Markdown sections, parsed into ``CompactSummary`` and fitted to the summary budget; an
+LLM path first: the compaction model (by default the agent's own model; the adapter supplies
+the call as ``call_model(instruction, content) -> answer text``) answers with six Markdown
+sections, parsed into ``CompactSummary`` and fitted to the summary budget; an
 unusable answer is retried once with a stricter instruction. If both attempts fail (error,
 timeout, empty, unparsable) the extractive summary is used. The result is never an error string
 and never empty.
@@ -11,19 +12,13 @@ and never empty.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from agentscope.formatter import FormatterBase
-from agentscope.message import Msg
-from agentscope.model import ChatModelBase
-
-from ..core.messages import Message
-from ..core.summary import (
+from ..messages import Message
+from ..summary import (
     CompactSummary,
-    DialogRef,
     compaction_prompt,
     extractive_summary,
     fit_summary,
@@ -31,7 +26,13 @@ from ..core.summary import (
     render_messages,
     summary_language,
 )
-from ..core.tokens import TokenCounter
+from ..tokens import TokenCounter
+from ..workspace import DialogRef
+
+__all__ = ["CallModel", "CompactionResult", "Compactor"]
+
+CallModel = Callable[[str, str], Awaitable[str]]
+"""``(system instruction, user content) -> the model's answer text``."""
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -52,8 +53,7 @@ class Compactor:
     """Summarises messages with a model, falling back to extraction.
 
     Args:
-        model (`ChatModelBase | None`): The compaction model; ``None`` means extractive only.
-        formatter (`FormatterBase | None`): Formats the compaction prompt for ``model``.
+        call_model (`CallModel | None`): Asks the compaction model; ``None``: extractive only.
         counter (`TokenCounter`): Measures the input (to split it for the model's window) and
             the summary (to fit it in its budget).
         max_input_tokens (`int`): The compaction model's window.
@@ -64,16 +64,14 @@ class Compactor:
 
     def __init__(
         self,
-        model: ChatModelBase | None,
-        formatter: FormatterBase | None,
+        call_model: CallModel | None,
         counter: TokenCounter,
         max_input_tokens: int,
         budget_tokens: int,
         language: str = "auto",
         timeout: float = 120.0,
     ) -> None:
-        self.model = model
-        self.formatter = formatter
+        self.call_model = call_model
         self.counter = counter
         self.max_input_tokens = max_input_tokens
         self.budget_tokens = budget_tokens
@@ -95,7 +93,7 @@ class Compactor:
         language = summary_language(msgs, self.language)
         result = CompactionResult(summary=CompactSummary())
         summary = None
-        if self.model is None or self.formatter is None:
+        if self.call_model is None:
             result.failures.append("no compaction model")
         else:
             summary = await self._model_summary(msgs, previous, language, extra_instruction, result)
@@ -158,36 +156,18 @@ class Compactor:
             result.attempts += 1
             try:
                 answer = await asyncio.wait_for(
-                    self._call(instruction, content), timeout=self.timeout
+                    self.call_model(instruction, content), timeout=self.timeout
                 )
             except Exception as exc:  # noqa: BLE001 - any model failure: retry, then extract
                 result.failures.append(f"{type(exc).__name__}: {exc}"[:300])
                 continue
+            answer = answer if isinstance(answer, str) else ""
             parsed = parse_summary(answer)
             if parsed is None:
                 result.failures.append("unusable answer" if answer.strip() else "empty answer")
                 continue
             return parsed
         return None
-
-    async def _call(self, instruction: str, content: str) -> str:
-        prompt = await self.formatter.format(
-            [Msg("system", instruction, "system"), Msg("user", content, "user")]
-        )
-        response = await self.model(prompt)
-        if inspect.isasyncgen(response):
-            last = None
-            async for chunk in response:
-                last = chunk
-            response = last
-        if response is None:
-            return ""
-        texts = [
-            str(block.get("text", ""))
-            for block in (response.content or [])
-            if isinstance(block, dict) and block.get("type") == "text"
-        ]
-        return "\n".join(texts)
 
     def _chunks(self, rendered: Sequence[str]) -> list[str]:
         """The rendered messages joined into chunks that each fit in half the model's window."""

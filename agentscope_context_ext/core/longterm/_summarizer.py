@@ -1,5 +1,7 @@
-"""The Summarizer (SPEC 7): on every compaction, a ReActAgent with the memory tools reads the
-compacted messages and records what is worth keeping beyond this conversation.
+"""The Summarizer (SPEC 7): on every compaction, an agent with the memory tools reads the
+compacted messages and records what is worth keeping beyond this conversation. The agent is
+the adapter's (an :data:`AgentRunner`); the journal, the retries and the failure records are
+here.
 
 It runs in the background and never blocks the agent's turn. Each job is journaled in
 ``memory/jobs/<id>.json`` before it starts and removed when done, so jobs pending at a crash run
@@ -19,15 +21,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import FormatterBase
-from agentscope.memory import InMemoryMemory
-from agentscope.message import Msg
-from agentscope.model import ChatModelBase
-from agentscope.tool import Toolkit
-
-from ..core.workspace import atomic_write_text, ensure_directory
+from ..workspace import atomic_write_text, ensure_directory
+from ._consolidation import AgentRunner
 from ._store import LongTermMemory
+
+__all__ = ["SILENT", "SUMMARIZER_PROMPT", "SummarizerService", "SummarizerSettings"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -50,7 +48,7 @@ language of the conversation.
 When you are done, or when there is nothing new worth keeping, answer with exactly [SILENT]."""
 
 Sleep = Callable[[float], Awaitable[Any]]
-ToolsFactory = Callable[[], Sequence[Callable]]
+ToolsFactory = Callable[[], Sequence[Callable[..., Awaitable[str]]]]
 
 
 @dataclass
@@ -61,8 +59,6 @@ class SummarizerSettings:
     """Attempts per job before it is recorded as failed."""
     backoff_seconds: float = 2.0
     """Wait before retry n is ``backoff_seconds * 2**(n-1)``."""
-    max_iters: int = 8
-    """Reasoning-acting rounds of the Summarizer agent per job."""
 
 
 class SummarizerService:
@@ -70,8 +66,7 @@ class SummarizerService:
 
     Args:
         memory (`LongTermMemory`): Where the notes go.
-        model (`ChatModelBase`): The Summarizer's model.
-        formatter (`FormatterBase`): Its formatter.
+        run_agent (`AgentRunner`): Runs the Summarizer agent.
         tools (`Callable[[], Sequence[Callable]]`): Builds the memory tools the agent gets.
         emit (`Callable[..., Awaitable]`): Reports events (``memory_written`` comes from the tools).
         settings (`SummarizerSettings`): Retries and backoff.
@@ -81,16 +76,14 @@ class SummarizerService:
     def __init__(
         self,
         memory: LongTermMemory,
-        model: ChatModelBase,
-        formatter: FormatterBase,
+        run_agent: AgentRunner,
         tools: ToolsFactory,
         emit: Callable[..., Awaitable[Any]],
         settings: SummarizerSettings | None = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.memory = memory
-        self.model = model
-        self.formatter = formatter
+        self.run_agent = run_agent
         self.tools = tools
         self.emit = emit
         self.settings = settings or SummarizerSettings()
@@ -190,20 +183,6 @@ class SummarizerService:
         )
 
     async def _summarize(self, transcript: str) -> str:
-        toolkit = Toolkit()
-        for tool in self.tools():
-            toolkit.register_tool_function(tool)
-        agent = ReActAgent(
-            name="summarizer",
-            sys_prompt=SUMMARIZER_PROMPT,
-            model=self.model,
-            formatter=self.formatter,
-            toolkit=toolkit,
-            memory=InMemoryMemory(),
-            max_iters=self.settings.max_iters,
-        )
-        agent.set_console_output_enabled(False)
         current = self.memory.read().strip() or "(Memory.md is empty)"
         prompt = f"Current Memory.md:\n{current}\n\nConversation excerpt leaving the context:\n{transcript}"
-        reply = await agent(Msg("user", prompt, "user"))
-        return reply.get_text_content() or ""
+        return await self.run_agent(SUMMARIZER_PROMPT, prompt, self.tools()) or ""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 
-from ..core.workspace import atomic_write_text, ensure_directory, file_lock
+from ..workspace import atomic_write_text, ensure_directory, file_lock
 
 MEMORY_FILE = "Memory.md"
 NOTES_DIRNAME = "memory"

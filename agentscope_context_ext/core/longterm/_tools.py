@@ -1,6 +1,9 @@
 """Memory tools (SPEC 6.3, 7): ``memory_read``, ``memory_append``, ``memory_edit``,
 ``daily_note``. None of them takes a path: they can only touch ``Memory.md`` and today's note
-of their workspace, and every bad input is answered with an ``Error: ...`` string."""
+of their workspace, and every bad input is answered with an ``Error: ...`` string.
+
+They are plain async functions returning text, documented for the agent; each adapter wraps them
+into its framework's tool type."""
 
 from __future__ import annotations
 
@@ -8,17 +11,12 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from agentscope.message import TextBlock
-from agentscope.tool import ToolResponse
+from ._store import LongTermMemory, MemoryInputError
 
-from ..longterm._store import LongTermMemory, MemoryInputError
+__all__ = ["MemoryTool", "make_memory_tools"]
 
-MemoryTool = Callable[..., Coroutine[Any, Any, ToolResponse]]
+MemoryTool = Callable[..., Coroutine[Any, Any, str]]
 WriteListener = Callable[[str, dict[str, Any]], Any]
-
-
-def _response(text: str) -> ToolResponse:
-    return ToolResponse(content=[TextBlock(type="text", text=text)])
 
 
 def make_memory_tools(
@@ -41,13 +39,13 @@ def make_memory_tools(
             if inspect.isawaitable(result):
                 await result
 
-    async def memory_read() -> ToolResponse:
+    async def memory_read() -> str:
         """Read your long-term memory file Memory.md (durable facts, user preferences,
         lessons from past mistakes)."""
         content = memory.read()
-        return _response(content if content.strip() else "Memory.md is empty.")
+        return content if content.strip() else "Memory.md is empty."
 
-    async def memory_append(text: str, section: str | None = None) -> ToolResponse:
+    async def memory_append(text: str, section: str | None = None) -> str:
         """Add one durable fact to Memory.md, e.g. a user preference or a lesson learned.
         An equivalent line already present is not added again.
 
@@ -61,15 +59,15 @@ def make_memory_tools(
         try:
             added = memory.append(text, section)
         except MemoryInputError as exc:
-            return _response(f"Error: {exc}")
+            return f"Error: {exc}"
         except OSError as exc:
-            return _response(f"Error: Memory.md could not be written ({exc.strerror or exc})")
+            return f"Error: Memory.md could not be written ({exc.strerror or exc})"
         if not added:
-            return _response("Already in Memory.md; nothing added.")
+            return "Already in Memory.md; nothing added."
         await written("memory_append", section=section or "Facts", chars=len(text))
-        return _response(f"Added to Memory.md under ## {section or 'Facts'}.")
+        return f"Added to Memory.md under ## {section or 'Facts'}."
 
-    async def memory_edit(old_text: str, new_text: str) -> ToolResponse:
+    async def memory_edit(old_text: str, new_text: str) -> str:
         """Correct Memory.md: replace the one occurrence of old_text with new_text (an empty
         new_text deletes it). old_text must appear exactly once.
 
@@ -82,15 +80,15 @@ def make_memory_tools(
         try:
             ok, reason = memory.edit_with_reason(old_text, new_text)
         except MemoryInputError as exc:
-            return _response(f"Error: {exc}")
+            return f"Error: {exc}"
         except OSError as exc:
-            return _response(f"Error: Memory.md could not be written ({exc.strerror or exc})")
+            return f"Error: Memory.md could not be written ({exc.strerror or exc})"
         if not ok:
-            return _response(f"Error: {reason}")
+            return f"Error: {reason}"
         await written("memory_edit", chars=len(str(new_text)))
-        return _response("Memory.md edited.")
+        return "Memory.md edited."
 
-    async def daily_note(text: str) -> ToolResponse:
+    async def daily_note(text: str) -> str:
         """Add a line to today's log (memory/YYYY-MM-DD.md): what you did or learned today.
         Daily notes are merged into Memory.md once a day.
 
@@ -101,10 +99,10 @@ def make_memory_tools(
         try:
             path = memory.add_daily_note(text)
         except MemoryInputError as exc:
-            return _response(f"Error: {exc}")
+            return f"Error: {exc}"
         except OSError as exc:
-            return _response(f"Error: the daily note could not be written ({exc.strerror or exc})")
+            return f"Error: the daily note could not be written ({exc.strerror or exc})"
         await written("daily_note", file=f"memory/{path.name}", chars=len(text))
-        return _response(f"Noted in memory/{path.name}.")
+        return f"Noted in memory/{path.name}."
 
     return memory_read, memory_append, memory_edit, daily_note

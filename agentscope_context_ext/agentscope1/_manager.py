@@ -1,0 +1,320 @@
+"""One call enables everything on an existing 1.x agent (SPEC 1, 9).
+
+.. code-block:: python
+
+    from agentscope_context_ext import enable_context_management
+
+    manager = enable_context_management(agent, "configs/small-window.yaml")
+    await agent(Msg("user", "Summarise the logs in ./logs", "user"))
+    print(manager.stats.as_dict())
+    manager.detach()  # the agent as it was, holding what it knows now
+
+Every change goes through the agent's public API and is recorded by an :class:`Attachment`:
+``agent.memory`` becomes a :class:`ContextMemory` holding the same messages, two instance hooks
+(``post_acting``: stage one; ``pre_reasoning`` or ``pre_reply``: the pipeline), the tools
+``read_file``, ``read_dialog``, ``search_dialog`` (and the memory tools), a usage tap on the
+model, and the agent's own ``compression_config`` off. :meth:`ContextManager.detach` undoes
+them all. Nothing is monkey-patched.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentscope.formatter import FormatterBase
+from agentscope.message import Msg
+from agentscope.model import ChatModelBase
+
+from ..core.config import ContextConfig
+from ..core.errors import ContextExtError
+from ..core.events import ContextEvent, ContextStats, EventBus
+from ..core.longterm import ConsolidationResult, LongTermMemory, SummarizerService
+from ..core.pipeline import ContextCount, build_pipeline
+from ..core.tokens import known_max_input_tokens
+from ..core.workspace import ToolResultStore, ensure_directory
+from ._attachment import Attachment, adopt_memory
+from ._context import AgentScopeContext
+from ._convert import DialogStore
+from ._longterm import LongTermMemoryService
+from ._model import model_call, named_model
+from ._tokens import get_token_counter
+from ._tools import make_dialog_tools, make_read_file_tool
+from ._usage import UsageTap
+
+__all__ = ["HOOK_NAME", "ContextManager", "enable_context_management"]
+
+logger = logging.getLogger("agentscope_context_ext")
+
+HOOK_NAME = "agentscope_context_ext"
+NOTICE_NAME = "context"
+
+
+class ContextManager:
+    """The extension attached to one agent. Built by :func:`enable_context_management`.
+
+    Attributes:
+        agent: The managed agent.
+        config (`ContextConfig`): The configuration in force.
+        memory (`ContextMemory`): The agent's memory (also ``agent.memory``).
+        workspace (`Path`): The workspace folder.
+        max_input_tokens (`int`): The window the pipeline manages.
+        attachment (`Attachment`): Every change made to the agent (``detach()`` undoes them).
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        config: ContextConfig,
+        compaction_model: ChatModelBase | None = None,
+        compaction_formatter: FormatterBase | None = None,
+    ) -> None:
+        self.agent = agent
+        self.config = config
+        self.workspace = ensure_directory(Path(config.workspace))
+        model_name = getattr(agent.model, "model_name", None)
+        self.max_input_tokens = config.max_input_tokens or known_max_input_tokens(model_name)
+        self.counter = get_token_counter(
+            config.tokenizer, model_name=model_name, media_token_cost=config.media_token_cost
+        )
+        self.bus = EventBus()
+        self.attachment = Attachment(agent)
+        self.memory = adopt_memory(agent.memory)
+        self.tool_result_store = ToolResultStore(
+            self.workspace, ttl_days=config.truncation.ttl_days
+        )
+        self.dialog_store = DialogStore(self.workspace)
+        # Resolved before the model is wrapped: summaries go to the real model, so their usage
+        # is never mistaken for the agent's.
+        summary_model = (
+            None
+            if config.compaction.model == "extractive"
+            else compaction_model or named_model(agent.model, config.compaction.model)
+        )
+        self.port = AgentScopeContext(self.memory, agent.formatter, self.counter)
+        self.pipeline = build_pipeline(
+            config,
+            self.port,
+            self.counter,
+            dialog_store=self.dialog_store,
+            tool_result_store=self.tool_result_store,
+            bus=self.bus,
+            max_input_tokens=self.max_input_tokens,
+            call_model=(
+                model_call(summary_model, compaction_formatter or agent.formatter)
+                if summary_model is not None
+                else None
+            ),
+            compaction_window=(
+                self.max_input_tokens
+                if summary_model is None or summary_model is agent.model
+                else known_max_input_tokens(getattr(summary_model, "model_name", None))
+            ),
+            notify=self._print_notice,
+        )
+        self.long_term_service: LongTermMemoryService | None = None
+        if config.long_term_memory.enabled:
+            self.long_term_service = LongTermMemoryService(
+                config,
+                self.workspace,
+                self.memory,
+                named_model(agent.model, config.long_term_memory.model),
+                agent.formatter,
+                self.counter.count_text,
+                self.bus.emit,
+            )
+            if self.long_term_service.summarizer is not None:
+                self.pipeline.parts.compaction.on_compacted = self.long_term_service.on_compacted
+        self._attach()
+
+    def _attach(self) -> None:
+        """Make the changes, each recorded so that :meth:`detach` can undo it."""
+        attachment, agent, config = self.attachment, self.agent, self.config
+        attachment.set_attribute("context_manager", self)
+        attachment.replace_memory(self.memory)
+        compression = getattr(agent, "compression_config", None)
+        if compression is not None and getattr(compression, "enable", False):
+            logger.warning(
+                "turning off the agent's own compression_config while context management is on: "
+                "two compactions would fight over the same messages"
+            )
+            attachment.set_attribute("compression_config", None)
+        attachment.set_attribute("model", UsageTap(agent.model, self._record_usage))
+        share_tokens = int(config.truncation.max_window_share * self.max_input_tokens)
+        if config.tools.read_file:
+            attachment.register_tool(
+                make_read_file_tool(
+                    self.workspace,
+                    config.truncation,
+                    config.tools.allowed_roots,
+                    max_bytes_cap=max(share_tokens * 2, 1024),
+                )
+            )
+        if config.tools.dialog:
+            for tool in make_dialog_tools(self.dialog_store):
+                attachment.register_tool(tool)
+        if self.long_term_service is not None:
+            for tool in self.long_term_service.agent_tools():
+                attachment.register_tool(tool)
+        attachment.register_hook("post_acting", HOOK_NAME, self._post_acting)
+        if config.compaction.hook_point == "pre_reply":
+            attachment.register_hook("pre_reply", HOOK_NAME, self._pre_reply)
+        else:
+            attachment.register_hook("pre_reasoning", HOOK_NAME, self._pre_reasoning)
+
+    # ---------------------------------------------------------------- public
+
+    @property
+    def stats(self) -> ContextStats:
+        """Totals of everything the extension did (see :class:`ContextStats`)."""
+        return self.bus.stats
+
+    def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
+        return self.bus.subscribe(callback)
+
+    async def compact_now(self, extra_instruction: str | None = None) -> ContextCount:
+        """Compact right away (as far as a pair-safe cut allows), e.g. before a long task.
+
+        Args:
+            extra_instruction (`str | None`): Added to the compaction model's instruction, e.g.
+                "keep every SQL query verbatim".
+
+        Returns:
+            `ContextCount`: The prompt's token count afterwards.
+        """
+        return await self.pipeline.compact(
+            self._sys_prompt(), self._tool_schemas(), extra_instruction, force=True
+        )
+
+    async def count(self) -> ContextCount:
+        """The token count of the prompt the agent would send now."""
+        return await self.pipeline.count(self._sys_prompt(), self._tool_schemas())
+
+    @property
+    def long_term(self) -> LongTermMemory | None:
+        """``Memory.md`` and the daily notes (``None`` when long-term memory is off)."""
+        return self.long_term_service.memory if self.long_term_service else None
+
+    @property
+    def summarizer(self) -> SummarizerService | None:
+        """The background Summarizer (``None`` when off)."""
+        return self.long_term_service.summarizer if self.long_term_service else None
+
+    async def drain(self) -> None:
+        """Wait until every pending Summarizer job is done (or recorded as failed)."""
+        if self.long_term_service is not None:
+            await self.long_term_service.drain()
+
+    async def consolidate_now(self) -> ConsolidationResult | None:
+        """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
+        if self.long_term_service is None:
+            return None
+        return await self.long_term_service.consolidate()
+
+    def detach(self) -> None:
+        """Undo every change this manager made to the agent: the original memory object comes
+        back holding the current messages (the summary first), the hooks and tools are removed,
+        the model and ``compression_config`` are the agent's own again."""
+        if self.attachment.detached:
+            return
+        if self.long_term_service is not None:
+            self.long_term_service.close()
+        self.attachment.detach()
+
+    close = detach
+    """Same as :meth:`detach`."""
+
+    # ----------------------------------------------------------------- hooks
+
+    async def _post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await self.pipeline.run_stage_one()
+        except Exception as exc:  # noqa: BLE001 - the agent must keep running
+            await self.bus.emit("warning", where="post_acting", error=repr(exc)[:300])
+        finally:
+            self.stats.hook_seconds += time.perf_counter() - started
+
+    async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        try:
+            if self.long_term_service is not None:
+                self.long_term_service.start()
+                self.long_term_service.refresh()
+            await self.pipeline.before_reasoning(self._sys_prompt(), self._tool_schemas())
+        except Exception as exc:
+            logger.exception("context pipeline failed")
+            await self.bus.emit("warning", where="pre_reasoning", error=repr(exc)[:300])
+        finally:
+            self.stats.hook_seconds += time.perf_counter() - started
+
+    async def _pre_reply(self, agent: Any, kwargs: dict[str, Any]) -> None:
+        # ReActAgent adds the incoming message to memory inside reply(); adding it here first
+        # lets the check see it (the agent's own add is then a no-op: same id).
+        incoming = kwargs.get("msg")
+        if incoming is not None:
+            await self.memory.add(incoming)
+        await self._pre_reasoning(agent, kwargs)
+
+    async def _record_usage(self, provider_input_tokens: int) -> None:
+        # The prompt just sent was built from the memory as it is now: count it exactly.
+        count = await self.pipeline.count(self._sys_prompt(), self._tool_schemas())
+        self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
+
+    # --------------------------------------------------------------- helpers
+
+    def _sys_prompt(self) -> str:
+        try:
+            return str(self.agent.sys_prompt or "")
+        except Exception:  # noqa: BLE001 - a property that fails must not stop the check
+            return ""
+
+    def _tool_schemas(self) -> list[dict]:
+        return self.agent.toolkit.get_json_schemas()
+
+    async def _print_notice(self, text: str) -> None:
+        # A status message for the console and AgentScope Studio; never stored in memory.
+        await self.agent.print(Msg(NOTICE_NAME, text, "assistant"), True)
+
+
+def enable_context_management(
+    agent: Any,
+    config: ContextConfig | dict[str, Any] | str | Path | None = None,
+    *,
+    compaction_model: ChatModelBase | None = None,
+    compaction_formatter: FormatterBase | None = None,
+) -> ContextManager:
+    """Turn on context management for a ``ReActAgent``.
+
+    Args:
+        agent (`ReActAgent`): The agent (any ``ReActAgentBase`` with memory, model, formatter
+            and toolkit).
+        config (`ContextConfig | dict | str | Path | None`): A config, a dict of keys, or a
+            YAML/JSON file path; ``None`` uses the defaults.
+        compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's
+            own (or ``compaction.model`` by name).
+        compaction_formatter (`FormatterBase | None`): Its formatter; default: the agent's.
+
+    Returns:
+        `ContextManager`: ``compact_now()``, ``stats``, ``subscribe()``, ``detach()``.
+
+    Raises:
+        `ConfigError`: The configuration is invalid (the message names the key).
+        `ContextExtError`: The agent lacks what is needed, or is already managed.
+    """
+    resolved = ContextConfig.load(config)
+    for attribute in ("memory", "model", "formatter", "toolkit", "register_instance_hook"):
+        if not hasattr(agent, attribute):
+            raise ContextExtError(
+                f"enable_context_management needs a ReActAgent-like agent with .{attribute}; "
+                f"got {type(agent).__name__}"
+            )
+    if isinstance(getattr(agent, "context_manager", None), ContextManager):
+        raise ContextExtError(
+            "context management is already enabled on this agent; call detach() first"
+        )
+    return ContextManager(agent, resolved, compaction_model, compaction_formatter)

@@ -1,0 +1,48 @@
+"""The compaction model of a 1.x agent: which model, and one call of it as plain text."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+
+from agentscope.formatter import FormatterBase
+from agentscope.message import Msg
+from agentscope.model import ChatModelBase
+
+from ..core.pipeline import CallModel
+
+__all__ = ["model_call", "named_model"]
+
+
+def model_call(model: ChatModelBase, formatter: FormatterBase) -> CallModel:
+    """``await call(instruction, content)``: the model's answer text to a system instruction and
+    one user message, streamed or not."""
+
+    async def call(instruction: str, content: str) -> str:
+        prompt = await formatter.format(
+            [Msg("system", instruction, "system"), Msg("user", content, "user")]
+        )
+        response = await model(prompt)
+        if inspect.isasyncgen(response):
+            last = None
+            async for chunk in response:
+                last = chunk
+            response = last
+        if response is None:
+            return ""
+        return "\n".join(
+            str(block.get("text", ""))
+            for block in (response.content or [])
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+
+    return call
+
+
+def named_model(model: ChatModelBase, name: str | None) -> ChatModelBase:
+    """The agent's model, or a copy of it pointed at another model name."""
+    if not name or getattr(model, "model_name", None) == name:
+        return model
+    clone = copy.copy(model)
+    clone.model_name = name
+    return clone

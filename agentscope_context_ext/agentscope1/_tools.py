@@ -1,0 +1,74 @@
+"""The tools given to a 1.x agent (SPEC 6): the core's tool functions as AgentScope tools."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from agentscope.message import Msg
+from agentscope.tool import ToolResponse
+
+from ..core.config import TruncationConfig
+from ..core.longterm import LongTermMemory
+from ..core.longterm import make_memory_tools as core_memory_tools
+from ..core.messages import Message
+from ..core.tools import make_dialog_tools as core_dialog_tools
+from ..core.tools import make_read_file
+from ..core.workspace import DialogStore
+from ._convert import as_tool, to_view
+
+__all__ = ["make_dialog_tools", "make_memory_tools", "make_read_file_tool"]
+
+Tool = Callable[..., Awaitable[ToolResponse]]
+
+
+def make_read_file_tool(
+    workspace: str | os.PathLike[str],
+    truncation: TruncationConfig | None = None,
+    allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
+    max_bytes_cap: int | None = None,
+) -> Tool:
+    """The ``read_file`` tool function for a ``Toolkit``.
+
+    Args:
+        workspace (`str | os.PathLike`): The workspace (always readable: notices point into it).
+        truncation (`TruncationConfig | None`): Byte limits; defaults to the documented ones.
+        allowed_roots (`Sequence[str] | None`): Extra readable roots; empty or ``None`` means
+            the current directory.
+        max_bytes_cap (`int | None`): Upper bound on one excerpt, e.g. the window share.
+
+    Example:
+        .. code-block:: python
+
+            toolkit = Toolkit()
+            toolkit.register_tool_function(make_read_file_tool(".agentscope-context"))
+    """
+    return as_tool(make_read_file(workspace, truncation, allowed_roots, max_bytes_cap))
+
+
+def make_dialog_tools(store: DialogStore) -> tuple[Tool, Tool]:
+    """``(read_dialog, search_dialog)`` over a dialog store of 1.x messages."""
+
+    def view(msg: Msg | dict) -> Message:
+        return to_view(msg if isinstance(msg, Msg) else Msg.from_dict(msg))
+
+    read_dialog, search_dialog = core_dialog_tools(store, view)
+    return as_tool(read_dialog), as_tool(search_dialog)
+
+
+def make_memory_tools(
+    memory: LongTermMemory,
+    on_write: Callable[[str, dict[str, Any]], Any] | None = None,
+    writer: str = "agent",
+) -> tuple[Tool, Tool, Tool, Tool]:
+    """``(memory_read, memory_append, memory_edit, daily_note)`` over ``memory``.
+
+    Args:
+        memory (`LongTermMemory`): The workspace's long-term memory.
+        on_write (`Callable[[str, dict], Any] | None`): Called after each successful write with
+            the tool name and details (the manager turns it into a ``memory_written`` event).
+        writer (`str`): Who writes (``agent``, ``summarizer``), reported to ``on_write``.
+    """
+    read, append, edit, note = core_memory_tools(memory, on_write, writer)
+    return as_tool(read), as_tool(append), as_tool(edit), as_tool(note)

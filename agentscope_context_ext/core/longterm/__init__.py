@@ -1,0 +1,45 @@
+"""Long-term memory (SPEC 7), independent of the framework: ``Memory.md`` and daily notes, the
+memory tools, the Summarizer's journal, daily consolidation and its scheduler. The agents that
+write the notes are the adapters' (:data:`AgentRunner`)."""
+
+from ._consolidation import CONSOLIDATOR_PROMPT, AgentRunner, ConsolidationResult, consolidate
+from ._guide import MEMORY_GUIDE, bounded_by_tokens, memory_block
+from ._schedule import ConsolidationScheduler, last_consolidation, read_state, write_state
+from ._store import (
+    DEFAULT_SECTIONS,
+    MAX_ENTRY_CHARS,
+    MEMORY_FILE,
+    LongTermMemory,
+    MemoryInputError,
+    clean_entry,
+    normalise,
+)
+from ._summarizer import SILENT, SUMMARIZER_PROMPT, SummarizerService, SummarizerSettings
+from ._tools import MemoryTool, make_memory_tools
+
+__all__ = [
+    "CONSOLIDATOR_PROMPT",
+    "DEFAULT_SECTIONS",
+    "MAX_ENTRY_CHARS",
+    "MEMORY_FILE",
+    "MEMORY_GUIDE",
+    "SILENT",
+    "SUMMARIZER_PROMPT",
+    "AgentRunner",
+    "ConsolidationResult",
+    "ConsolidationScheduler",
+    "LongTermMemory",
+    "MemoryInputError",
+    "MemoryTool",
+    "SummarizerService",
+    "SummarizerSettings",
+    "bounded_by_tokens",
+    "clean_entry",
+    "consolidate",
+    "last_consolidation",
+    "make_memory_tools",
+    "memory_block",
+    "normalise",
+    "read_state",
+    "write_state",
+]

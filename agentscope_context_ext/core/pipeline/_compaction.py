@@ -1,0 +1,266 @@
+"""Compaction and SaveDialog (SPEC 4 steps 3-4, 4.1, 4.3, 4.4).
+
+Keep the newest messages that fit in ``keep_recent_ratio`` of the window at a pair-safe boundary,
+summarise the rest (with the previous summary) and move them to ``dialog/``. Order matters where
+data could be lost: the raw messages are written to ``dialog/`` (flushed and fsync'ed) before the
+summary is replaced, and removed from memory only after both; a dialog write that fails aborts
+the compaction and keeps every message in memory.
+
+No thrashing: after a compaction the prompt must sit below the trigger with a margin; if it does
+not, the kept tail's tool results are cut to stage two too; if it still cannot fit, a
+``context_overflow`` event is emitted once per state and the call proceeds. After a failure,
+compaction is retried only once the prompt has grown by 5% of the window.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from ..config import ContextConfig
+from ..events import EventBus
+from ..messages import Message
+from ..summary import CompactSummary, merge_refs
+from ..tokens import TokenCounter
+from ..workspace import DialogStore, ToolResultStore, atomic_write_text
+from ._checker import ContextChecker, ContextCount
+from ._compactor import Compactor
+from ._cut import CutItem, choose_cut, valid_boundaries
+from ._port import ContextPort
+from ._stage_two import StageTwo
+
+__all__ = ["SUMMARY_FILE", "Compaction", "cut_item"]
+
+logger = logging.getLogger("agentscope_context_ext")
+
+SUMMARY_FILE = "summary.md"
+"""The latest summary, rendered, in the workspace (the live one is in the agent's memory)."""
+AFTER_COMPACTION_SHARE = 0.85
+"""After a compaction the prompt must be below this share of the trigger (the no-thrash margin)."""
+MIN_COMPACTABLE_SHARE = 0.02
+"""Compaction is pointless when less than this share of the window could be removed."""
+RETRY_GROWTH_SHARE = 0.05
+"""After a failed compaction, retry only once the prompt grew by this share of the window."""
+
+Notify = Callable[[str], Awaitable[None]]
+
+
+class Compaction:
+    """Compacts the oldest messages of one memory.
+
+    Args:
+        config (`ContextConfig`): ``compaction`` settings.
+        port (`ContextPort`): The memory.
+        checker (`ContextChecker`): Per-message token counts, for the cut.
+        count (`Callable`): ``await count(sys_prompt, tools)``: the pipeline's exact count.
+        compactor (`Compactor`): Writes the summary.
+        stage_two (`StageTwo`): Cuts the kept tail when it is still too big.
+        dialog (`DialogStore`): Where the raw messages go.
+        results (`ToolResultStore`): Saved outputs, read back whole for the summary.
+        counter (`TokenCounter`): Forgets the counts of messages that left.
+        bus (`EventBus`): Events.
+        max_input_tokens (`int`): The window.
+        notify (`Callable | None`): Prints a notice (console, Studio).
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig,
+        port: ContextPort,
+        checker: ContextChecker,
+        count: Callable[..., Awaitable[ContextCount]],
+        compactor: Compactor,
+        stage_two: StageTwo,
+        dialog: DialogStore,
+        results: ToolResultStore,
+        counter: TokenCounter,
+        bus: EventBus,
+        max_input_tokens: int,
+        notify: Notify | None = None,
+    ) -> None:
+        self.config = config
+        self.port = port
+        self.checker = checker
+        self.count = count
+        self.compactor = compactor
+        self.stage_two = stage_two
+        self.dialog = dialog
+        self.results = results
+        self.counter = counter
+        self.bus = bus
+        self.max_input_tokens = max_input_tokens
+        self.notify = notify
+        self.on_compacted: Callable[[list[Any]], Awaitable[None]] | None = None
+        """Called with the native messages each compaction removed (the Summarizer)."""
+        self._failed_at: int | None = None
+        self._overflow_state: tuple[int, int] | None = None
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Compaction starts above this many prompt tokens."""
+        return int(self.config.compaction.trigger_ratio * self.max_input_tokens)
+
+    async def run(
+        self,
+        sys_prompt: str,
+        tools: list[dict] | None,
+        count: ContextCount,
+        extra_instruction: str | None = None,
+        force: bool = False,
+    ) -> ContextCount:
+        """Compact (if any message can go) and return the new count.
+
+        Args:
+            force (`bool`): Keep only the newest message and what it needs (``compact_now``),
+                and ignore the retry delay after a failure.
+        """
+        window = self.max_input_tokens
+        if (
+            not force
+            and self._failed_at is not None
+            and count.total < self._failed_at + RETRY_GROWTH_SHARE * window
+        ):
+            return await self.overflow_if_needed(count)
+        ids = self.port.message_ids()
+        tokens = await self.checker.message_tokens(self.port)
+        items = [cut_item(self.port.view(msg_id), tokens.get(msg_id, 0)) for msg_id in ids]
+        # Keep the newest messages that fit in keep_recent_ratio of the window, and never so
+        # much that system prompt + summary + tail would sit near the trigger again.
+        fixed = count.system + count.tools + max(count.head, self.compactor.budget_tokens)
+        budget = min(
+            int(self.config.compaction.keep_recent_ratio * window),
+            int(self.trigger_tokens * AFTER_COMPACTION_SHARE) - fixed,
+        )
+        cut = choose_cut(items, 0 if force else max(budget, 0))
+        compactable = sum(item.tokens for item in items[:cut])
+        if cut == 0 or (not force and compactable < MIN_COMPACTABLE_SHARE * window):
+            return await self.overflow_if_needed(count)
+        await self._compact(ids[:cut], count, len(ids) - cut, extra_instruction)
+        count = await self.count(sys_prompt, tools)
+        # No thrashing (SPEC 4.3): still near the trigger -> cut the kept tail's results too.
+        if count.total > self.trigger_tokens * AFTER_COMPACTION_SHARE and await self.stage_two.run(
+            force=True, include_recent=True
+        ):
+            count = await self.count(sys_prompt, tools)
+        return await self.overflow_if_needed(count)
+
+    async def _compact(
+        self, old: list[str], count: ContextCount, kept: int, extra_instruction: str | None
+    ) -> None:
+        started = time.perf_counter()
+        await self.bus.emit(
+            "compaction_started",
+            tokens_before=count.total,
+            trigger_tokens=self.trigger_tokens,
+            messages_to_compact=len(old),
+            messages_kept=kept,
+        )
+        await self._notice(
+            f"[context] {count.total:,} tokens is over the compaction trigger "
+            f"({self.trigger_tokens:,} of a {self.max_input_tokens:,}-token window): "
+            f"summarising {len(old)} older message(s), keeping the newest {kept}."
+        )
+        previous = self.port.summary
+        # The summary reads truncated outputs whole again: it must not lose what an excerpt cut.
+        views: Sequence[Message] = [self.port.view(m, self.results.read_text) for m in old]
+        result = await self.compactor.summarize(views, previous, extra_instruction)
+        native = self.port.native(old)
+        # SaveDialog (SPEC 4.4): raw messages to disk first, durably ...
+        try:
+            refs = self.dialog.append(native)
+        except Exception as exc:  # noqa: BLE001 - compaction aborted, nothing is lost
+            self._failed_at = count.total
+            await self.bus.emit(
+                "compaction_failed",
+                reason="dialog write failed",
+                error=repr(exc)[:300],
+                tokens=count.total,
+            )
+            await self._notice(
+                f"[context] compaction aborted: cannot save the dialog ({exc}); messages kept."
+            )
+            return
+        await self.bus.emit("dialog_saved", messages=len(old), refs=[str(ref) for ref in refs])
+        # ... then the summary (the compactor carried the previous references over) ...
+        summary = result.summary.model_copy(
+            update={"dialog_refs": merge_refs([*result.summary.dialog_refs, *refs])}
+        )
+        self.port.set_summary(summary)
+        self._write_summary_file(summary)
+        # ... and only then remove them from memory.
+        await self.port.remove(old)
+        self.counter.forget(old)
+        self._failed_at = None
+        tokens_after = await self._tokens_after(count)
+        await self.bus.emit(
+            "compaction_finished",
+            tokens_before=count.total,
+            tokens_after=tokens_after,
+            messages_compacted=len(old),
+            messages_kept=kept,
+            summary_source=summary.source,
+            model_attempts=result.attempts,
+            model_failures=len(result.failures),
+            dialog_refs=[str(ref) for ref in refs],
+            seconds=round(time.perf_counter() - started, 4),
+        )
+        if self.on_compacted is not None:
+            try:
+                await self.on_compacted(native)
+            except Exception as exc:  # noqa: BLE001 - long-term notes must not undo a compaction
+                await self.bus.emit("warning", where="on_compacted", error=repr(exc)[:300])
+        where = ", ".join(str(ref) for ref in refs)
+        await self._notice(
+            f"[context] compacted: {count.total:,} -> {tokens_after:,} tokens; {len(old)} message(s) "
+            f"saved to {where}, {kept} kept; summary by "
+            f"{'the model' if summary.source == 'llm' else 'extraction'}."
+        )
+
+    async def _tokens_after(self, before: ContextCount) -> int:
+        after = await self.checker.count(self.port, "", None)
+        return before.system + before.tools + after.head + after.messages
+
+    async def overflow_if_needed(self, count: ContextCount) -> ContextCount:
+        """Emit ``context_overflow`` (once per state) when the prompt is still over the trigger."""
+        if count.total <= self.trigger_tokens:
+            self._overflow_state = None
+            return count
+        ids = self.port.message_ids()
+        state = (count.total, len(ids))
+        if self._overflow_state != state:
+            self._overflow_state = state
+            valid = valid_boundaries([cut_item(self.port.view(m), 0) for m in ids])
+            await self.bus.emit(
+                "context_overflow",
+                tokens=count.total,
+                trigger_tokens=self.trigger_tokens,
+                max_input_tokens=self.max_input_tokens,
+                messages=len(ids),
+                compactable=max((i for i in range(len(ids)) if valid[i]), default=0),
+            )
+        return count
+
+    def _write_summary_file(self, summary: CompactSummary) -> None:
+        """``<workspace>/summary.md``: the latest summary, for people (``inspect``)."""
+        try:
+            atomic_write_text(self.dialog.workspace / SUMMARY_FILE, summary.render() + "\n")
+        except OSError as exc:
+            logger.warning("cannot write %s: %s", SUMMARY_FILE, exc)
+
+    async def _notice(self, text: str) -> None:
+        if self.config.notices and self.notify is not None:
+            try:
+                await self.notify(text)
+            except Exception:
+                logger.exception("could not print a context notice")
+
+
+def cut_item(msg: Message, tokens: int) -> CutItem:
+    """What the cut needs to know of one message: its tokens, its calls and results."""
+    return CutItem(
+        tokens,
+        tuple(call.id for call in msg.tool_calls),
+        tuple(result.id for result in msg.tool_results),
+    )

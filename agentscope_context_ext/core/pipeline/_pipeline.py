@@ -1,0 +1,257 @@
+"""The pre-reasoning pipeline (SPEC 4), for any framework behind a :class:`ContextPort`.
+
+Before each model call, in the design's order:
+
+0. stage one for results whose post-tool hook did not run (parallel tool calls), and the TTL
+   cleanup of ``tool_result/`` at most hourly;
+1. **ToolCallResultCompact**: stage two (:class:`StageTwo`);
+2. **ContextChecker**: the prompt's tokens (:class:`ContextChecker`);
+3. **Compactor** and 4. **SaveDialog** above the trigger (:class:`Compaction`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from ..config import ContextConfig
+from ..events import EventBus
+from ..tokens import TokenCounter
+from ..workspace import DialogStore, ToolResultStore
+from ._checker import ContextChecker, ContextCount
+from ._compaction import Compaction
+from ._compactor import CallModel, Compactor
+from ._port import ContextPort
+from ._stage_two import StageTwo
+from ._tool_results import ResultChange, ResultTruncator, outcome_data
+
+__all__ = ["ContextPipeline", "PipelineParts", "PromptCount", "build_pipeline"]
+
+Notify = Callable[[str], Awaitable[None]]
+
+
+class PromptCount:
+    """The prompt's token count as the pipeline uses it: with the shift learned from the
+    provider's reported usage (``calibrate_with_usage``), and recorded in the stats when exact.
+
+    Args:
+        config (`ContextConfig`): ``calibrate_with_usage``.
+        checker (`ContextChecker`): The incremental count.
+        port (`ContextPort`): The memory.
+        bus (`EventBus`): Whose stats record the counts.
+    """
+
+    def __init__(
+        self, config: ContextConfig, checker: ContextChecker, port: ContextPort, bus: EventBus
+    ) -> None:
+        self.config = config
+        self.checker = checker
+        self.port = port
+        self.bus = bus
+        self.calibration = 0
+
+    async def __call__(
+        self, sys_prompt: str, tools: list[dict] | None, exact_above: int | None = None
+    ) -> ContextCount:
+        """Count the prompt now. With ``exact_above``, new messages are only bounded while the
+        total cannot pass it (see :class:`ContextChecker`); the stats record exact counts only."""
+        count = await self.checker.count(self.port, sys_prompt, tools, exact_above)
+        if self.config.calibrate_with_usage and self.calibration:
+            count = dataclasses.replace(count, calibration=self.calibration)
+        if not count.estimated:
+            stats = self.bus.stats
+            stats.last_prompt_tokens = count.total
+            stats.peak_prompt_tokens = max(stats.peak_prompt_tokens, count.total)
+        return count
+
+    def record_usage(self, provider_input_tokens: int, ours: int) -> None:
+        """Compare the provider's count of a prompt with ours (SPEC 5.1)."""
+        if ours <= 0 or provider_input_tokens <= 0:
+            return
+        self.bus.stats.token_count_error = round(
+            (ours - provider_input_tokens) / provider_input_tokens, 5
+        )
+        if self.config.calibrate_with_usage:
+            self.calibration = provider_input_tokens - ours
+
+
+@dataclass
+class PipelineParts:
+    """What a pipeline is made of (see :func:`build_pipeline`)."""
+
+    config: ContextConfig
+    port: ContextPort
+    counter: TokenCounter
+    checker: ContextChecker
+    count: PromptCount
+    truncator: ResultTruncator
+    stage_two: StageTwo
+    compaction: Compaction
+    dialog_store: DialogStore
+    tool_result_store: ToolResultStore
+    bus: EventBus
+    max_input_tokens: int
+
+
+class ContextPipeline:
+    """Runs the steps over one agent's memory. Each public method is safe to call every step."""
+
+    def __init__(self, parts: PipelineParts) -> None:
+        self.parts = parts
+        self.config = parts.config
+        self.port = parts.port
+        self.bus = parts.bus
+        self.count = parts.count
+        """``await pipeline.count(sys_prompt, tools)``: the prompt's tokens now."""
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Compaction starts above this many prompt tokens."""
+        return self.parts.compaction.trigger_tokens
+
+    async def before_reasoning(self, sys_prompt: str, tools: list[dict] | None) -> ContextCount:
+        """The whole pipeline, as run before a model call."""
+        await self.run_stage_one()
+        await self._maybe_cleanup()
+        stage_two = self.parts.stage_two
+        if stage_two.eager:
+            await stage_two.run()
+        count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
+        if not stage_two.eager:
+            due = count.total > self.trigger_tokens
+            if await stage_two.run(force=due):
+                count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
+        if self.config.compaction.enabled and count.total > self.trigger_tokens:
+            count = await self.parts.compaction.run(sys_prompt, tools, count)
+        return count
+
+    async def run_stage_one(self) -> None:
+        """Stage one for every tool result that arrived since the last call."""
+        port = self.port
+        if not self.config.truncation.enabled:
+            port.pending_results()
+            return
+        truncator = self.parts.truncator
+        for msg_id in port.pending_results():
+            changes: dict[str, ResultChange] = {}
+            outcomes = []
+            try:
+                for slot in port.result_slots(msg_id):
+                    change, outcome = truncator.stage_one(slot)
+                    if change is not None:
+                        changes[slot.call_id] = change
+                    if outcome is not None:
+                        outcomes.append(outcome)
+                port.apply(msg_id, changes)
+            except Exception as exc:  # noqa: BLE001 - keep the result whole, retry next step
+                port.requeue(msg_id)
+                await self.bus.emit("warning", where="stage_one", error=repr(exc)[:300])
+                continue
+            for outcome in outcomes:
+                await self.bus.emit("tool_result_truncated", **outcome_data(outcome))
+
+    async def compact(
+        self,
+        sys_prompt: str,
+        tools: list[dict] | None,
+        extra_instruction: str | None = None,
+        force: bool = False,
+    ) -> ContextCount:
+        """Compact now (as far as a pair-safe cut allows) and return the new count."""
+        await self.run_stage_one()
+        count = await self.count(sys_prompt, tools)
+        return await self.parts.compaction.run(
+            sys_prompt, tools, count, extra_instruction=extra_instruction, force=force
+        )
+
+    def record_usage(self, provider_input_tokens: int, ours: int) -> None:
+        """Compare the provider's count of a prompt with ours (SPEC 5.1)."""
+        self.count.record_usage(provider_input_tokens, ours)
+
+    async def _maybe_cleanup(self) -> None:
+        try:
+            removed = self.parts.tool_result_store.maybe_cleanup()
+        except Exception as exc:  # noqa: BLE001 - cleanup must never break a step
+            await self.bus.emit("warning", where="ttl_cleanup", error=repr(exc)[:300])
+            return
+        if removed:
+            await self.bus.emit("ttl_cleanup", removed=len(removed))
+
+
+def build_pipeline(
+    config: ContextConfig,
+    port: ContextPort,
+    counter: TokenCounter,
+    *,
+    dialog_store: DialogStore,
+    tool_result_store: ToolResultStore,
+    bus: EventBus,
+    max_input_tokens: int,
+    call_model: CallModel | None = None,
+    compaction_window: int | None = None,
+    notify: Notify | None = None,
+    read_file_name: str = "read_file",
+) -> ContextPipeline:
+    """Assemble the pipeline of one managed agent.
+
+    Args:
+        config (`ContextConfig`): The configuration in force.
+        port (`ContextPort`): The adapter's memory.
+        counter (`TokenCounter`): The vocabulary to count with.
+        dialog_store (`DialogStore`): Where compacted messages go.
+        tool_result_store (`ToolResultStore`): Where truncated outputs go.
+        bus (`EventBus`): Events and stats.
+        max_input_tokens (`int`): The window.
+        call_model (`CallModel | None`): The compaction model; ``None`` summarises by extraction.
+        compaction_window (`int | None`): The compaction model's window (default: the agent's).
+        notify (`Callable | None`): Prints a compaction notice.
+        read_file_name (`str`): The name of this package's ``read_file`` tool.
+    """
+    share_tokens = int(config.truncation.max_window_share * max_input_tokens)
+    truncator = ResultTruncator(
+        config.truncation,
+        tool_result_store,
+        counter,
+        max_result_tokens=share_tokens,
+        read_file_name=read_file_name,
+    )
+    checker = ContextChecker(counter)
+    count = PromptCount(config, checker, port, bus)
+    stage_two = StageTwo(config.truncation, truncator, port, bus)
+    compactor = Compactor(
+        call_model,
+        counter,
+        max_input_tokens=compaction_window or max_input_tokens,
+        budget_tokens=config.compaction.summary_tokens(max_input_tokens),
+        language=config.compaction.summary_language,
+    )
+    compaction = Compaction(
+        config,
+        port,
+        checker,
+        count,
+        compactor,
+        stage_two,
+        dialog_store,
+        tool_result_store,
+        counter,
+        bus,
+        max_input_tokens,
+        notify,
+    )
+    parts = PipelineParts(
+        config,
+        port,
+        counter,
+        checker,
+        count,
+        truncator,
+        stage_two,
+        compaction,
+        dialog_store,
+        tool_result_store,
+        bus,
+        max_input_tokens,
+    )
+    return ContextPipeline(parts)

@@ -1,0 +1,93 @@
+"""What the pipeline needs of a framework's working memory: the port an adapter implements.
+
+The pipeline never touches a framework message. It works with message ids, neutral views
+(:class:`~agentscope_context_ext.core.messages.Message`), tool-result slots and their changes,
+and asks the adapter for what only the framework knows: how many tokens a message costs as its
+formatter sends it, and how its messages are stored and removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from ..messages import Message
+from ..summary import CompactSummary
+from ._tool_results import ResultChange, ResultSlot
+
+__all__ = ["ContextPort", "SavedText"]
+
+SavedText = Callable[[str], str | None]
+"""``tool_result/...`` path -> the saved full output, for the summary."""
+
+
+class ContextPort(Protocol):
+    """A managed agent's working memory, as the pipeline sees it."""
+
+    summary: CompactSummary | None
+    """The current compact summary (``None`` before the first compaction)."""
+
+    def message_ids(self) -> list[str]:
+        """Ids of the live messages, oldest first."""
+        ...
+
+    def view(self, msg_id: str, saved_text: SavedText | None = None) -> Message:
+        """The neutral view of one message (with ``saved_text``: truncated outputs loaded)."""
+        ...
+
+    def pending_results(self) -> list[str]:
+        """Messages with tool results not through stage one yet, oldest first; clears the list."""
+        ...
+
+    def requeue(self, msg_id: str) -> None:
+        """Put a message back on the stage-one list (its processing did not complete)."""
+        ...
+
+    def result_message_ids(self) -> list[str]:
+        """Messages carrying tool results, oldest first."""
+        ...
+
+    def result_slots(self, msg_id: str) -> list[ResultSlot]:
+        """The tool results of a message; each slot's ``state`` is persisted with the message."""
+        ...
+
+    def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
+        """Write truncation changes (by call id) into the message; it counts as changed."""
+        ...
+
+    def drain_changes(self) -> tuple[int, set[str], set[str]]:
+        """(epoch, changed ids, removed ids) since the last call; a new epoch means everything
+        was replaced (a clear or a session load) and must be recounted."""
+        ...
+
+    async def count(self, msg_id: str) -> int:
+        """Exact tokens of one message as the framework's formatter sends it."""
+        ...
+
+    def bound(self, msg_id: str) -> int:
+        """An upper bound of :meth:`count`, without tokenizing."""
+        ...
+
+    def head_key(self) -> tuple:
+        """Changes whenever the messages in front of the live ones (the summary) change."""
+        ...
+
+    async def count_head(self) -> int:
+        """Exact tokens of the messages in front of the live ones."""
+        ...
+
+    async def count_system(self, text: str) -> int:
+        """Exact tokens of a system prompt as sent."""
+        ...
+
+    def native(self, msg_ids: Sequence[str]) -> list[Any]:
+        """The framework's own messages (what the dialog store's codec saves)."""
+        ...
+
+    async def remove(self, msg_ids: Sequence[str]) -> None:
+        """Remove messages from memory (after they are on disk)."""
+        ...
+
+    def set_summary(self, summary: CompactSummary | None) -> None:
+        """Replace the compact summary."""
+        ...

@@ -1,0 +1,350 @@
+"""The two truncation stages as decisions on one tool result (SPEC 3.2-3.4).
+
+Stage one runs the moment a result arrives: text over the limit is saved whole to
+``tool_result/`` FIRST, then replaced by excerpt + notice. Stage two runs on results older
+than the last ``recent_n`` tool-result messages and cuts them to ``second_max_bytes``. Each
+result's state (a small dict the adapter keeps with the message) records what was done, so a
+result is processed once per stage, even after a session reload, and stage two re-cuts only
+notices this package wrote: a forged notice in a tool's output is treated as fresh text.
+
+A result of this package's ``read_file`` is never copied: its notice points at the source file.
+When it was read whole (no notice at stage one), stage one records the source and the line it
+started at, and stage two cuts it with a notice to the source file.
+
+Both stages respect the window: one result never takes more than ``max_window_share`` of it.
+The adapter builds a :class:`ResultSlot` per result and writes a :class:`ResultChange` back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import TruncationConfig
+from ..messages import Media
+from ..tokens import TokenCounter
+from ..truncation import (
+    RETRUNCATE_SLACK_BYTES,
+    count_lines,
+    encoded_size,
+    split_notice,
+    truncate_fresh,
+)
+from ..truncation import truncate_text_output as retruncate
+from ..workspace import ToolResultStore
+
+__all__ = ["ResultChange", "ResultSlot", "ResultTruncator", "TruncationOutcome", "outcome_data"]
+
+logger = logging.getLogger("agentscope_context_ext")
+
+PATH_ARGUMENTS = ("file_path", "path", "filepath", "filename", "file")
+_MAX_FIT_ROUNDS = 8
+NOTICE_RESERVE_TOKENS = 160
+"""Tokens kept free for the truncation notice when fitting an excerpt under the window cap."""
+
+
+@dataclass
+class ResultSlot:
+    """One tool result as the stages see it."""
+
+    call_id: str
+    tool: str
+    text: str | None
+    """The output's text (``None`` when the output has no text at all)."""
+    media: tuple[Media, ...] = ()
+    """The output's media blocks, in order."""
+    tool_input: Mapping[str, Any] = field(default_factory=dict)
+    """The arguments of the call it answers."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """This result's record, mutated in place (the adapter persists it with the message)."""
+
+
+@dataclass
+class ResultChange:
+    """What to write back into a result: its new text and, in order, each media block kept
+    (a :class:`Media`) or replaced by a placeholder text (a ``str``)."""
+
+    text: str
+    media: tuple[Media | str, ...] = ()
+
+
+@dataclass
+class TruncationOutcome:
+    """What one stage did to one tool result (the numbers of its event)."""
+
+    stage: int
+    call_id: str
+    tool: str
+    path: str | None
+    """Where the full text is: a ``tool_result/`` file or the source file of ``read_file``."""
+    bytes_before: int
+    bytes_after: int
+    tokens_before: int
+    """Estimated from the excerpt's tokens per byte (tokenizing 200 KB to report it would cost
+    more than the whole step)."""
+    tokens_after: int
+    bytes_offloaded: int = 0
+    """Bytes written to ``tool_result/`` by this step."""
+    media_replaced: int = 0
+
+
+class ResultTruncator:
+    """Decides stage one and stage two for tool results.
+
+    Args:
+        config (`TruncationConfig`): Limits and policies.
+        store (`ToolResultStore`): Where full texts (and old media) are saved.
+        counter (`TokenCounter`): Measures the window share.
+        max_result_tokens (`int`): Token cap of one result (the window share).
+        read_file_name (`str`): Name of this package's ``read_file`` tool.
+    """
+
+    def __init__(
+        self,
+        config: TruncationConfig,
+        store: ToolResultStore,
+        counter: TokenCounter,
+        max_result_tokens: int,
+        read_file_name: str = "read_file",
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.counter = counter
+        self.max_result_tokens = max(64, max_result_tokens)
+        self.read_file_name = read_file_name
+        # A token cap turns into a byte budget only loosely (1 token is 1 to ~6 bytes): start
+        # from 4 bytes per token and correct by measuring (_fit).
+        self._max_result_bytes = self.max_result_tokens * 4
+
+    # ------------------------------------------------------------------ stage one
+
+    def stage_one(self, slot: ResultSlot) -> tuple[ResultChange | None, TruncationOutcome | None]:
+        """Stage one for a result not processed yet (else nothing)."""
+        state = slot.state
+        if state.get("stage", 0) >= 1:
+            return None, None
+        source = _source_path(slot.tool_input)
+        markdown = self.config.is_markdown(source)
+        if slot.tool in self.config.exempt_tools:
+            state.update(stage=1, exempt=True)
+            return None, None
+        state.update(stage=1, markdown=markdown)
+        text = slot.text
+        if text is None:
+            return None, None
+        first_limit, _ = self.config.limits_for(source)
+        limit = min(first_limit, self._max_result_bytes)
+        size = encoded_size(text)
+        if slot.tool == self.read_file_name and source:
+            return self._stage_one_read(slot, text, source, limit, size)
+        if size <= limit and self._tokens_fit(text, size):
+            return None, None
+        try:
+            path = self.store.save(text)
+        except OSError as exc:
+            # Never lose the result: it stays whole in memory, and we say so.
+            logger.warning("cannot save tool result %s (%s); keeping it whole", slot.call_id, exc)
+            state["save_failed"] = str(exc)
+            return None, None
+        state.update(path=path, bytes=size)
+        cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
+        return self._change(slot, cut, slot.media, 1, path, size, size)
+
+    def _stage_one_read(
+        self, slot: ResultSlot, text: str, source: str, limit: int, size: int
+    ) -> tuple[ResultChange | None, TruncationOutcome | None]:
+        """``read_file`` output: never copied; its notice (now or at stage two) names the source."""
+        notice = split_notice(text)
+        if notice is not None and notice[1].file_path == source:
+            slot.state.update(path=source, source_file=True)
+            fitted = self._fit(text, limit)
+            if fitted == text:
+                return None, None
+            return self._change(slot, fitted, slot.media, 1, source, size, 0)
+        if notice is None and not text.startswith("Error: "):
+            # Read whole: remember where it came from, so that stage two can cut it with a
+            # notice to the source file instead of saving a copy.
+            start_line, start_byte = _read_position(slot.tool_input)
+            slot.state.update(
+                path=source, source_file=True, start_line=start_line, start_byte=start_byte
+            )
+        return None, None
+
+    # ------------------------------------------------------------------ stage two
+
+    def needs_stage_two(self, slot: ResultSlot) -> bool:
+        """Whether stage two has anything to look at in this (old) result."""
+        return not slot.state.get("exempt") and slot.state.get("stage", 0) < 2
+
+    def stage_two(self, slot: ResultSlot) -> tuple[ResultChange | None, TruncationOutcome | None]:
+        """Cut one old result down to the stage-two limit; replace its media by placeholders."""
+        state = slot.state
+        source = _source_path(slot.tool_input)
+        markdown = state["markdown"] if "markdown" in state else self.config.is_markdown(source)
+        limit = self.config.markdown_second_max_bytes if markdown else self.config.second_max_bytes
+        media, replaced = self._replace_media(slot.media)
+        text = slot.text
+        if text is None:
+            state["stage"] = 2
+            if replaced:
+                change = ResultChange("", media)
+                return change, TruncationOutcome(
+                    2, slot.call_id, slot.tool, None, 0, 0, 0, 0, 0, replaced
+                )
+            return None, None
+        size = encoded_size(text)
+        path = state.get("path")
+        offloaded = 0
+        if path and split_notice(text) is not None:
+            new_text = retruncate(text, max_bytes=limit)
+        elif state.get("source_file") and size > limit + RETRUNCATE_SLACK_BYTES:
+            start_line = int(state.get("start_line", 1))
+            new_text = truncate_fresh(
+                text,
+                max_bytes=limit,
+                file_path=path,
+                start_line=start_line,
+                total_lines=start_line - 1 + count_lines(text),
+                start_byte=int(state.get("start_byte", 0)),
+            )
+        elif size > limit:
+            try:
+                path = self.store.save(text)
+            except OSError as exc:
+                logger.warning("cannot save tool result %s (%s); not cutting it", slot.call_id, exc)
+                return None, None
+            offloaded = size
+            state["path"] = path
+            new_text = truncate_fresh(text, max_bytes=limit, file_path=path)
+        else:
+            new_text = text
+        state["stage"] = 2
+        if new_text == text and not replaced:
+            return None, None
+        return self._change(slot, new_text, media, 2, path, size, offloaded, replaced)
+
+    def estimated_gain(self, slot: ResultSlot) -> int:
+        """Tokens stage two would free from this result (media become placeholders)."""
+        text = slot.text or ""
+        size = encoded_size(text)
+        limit = self.config.second_max_bytes
+        gain = sum(1 for m in slot.media) * self.counter.media_token_cost
+        if size > limit:
+            tokens = self.counter.count_text(text)
+            gain += max(0, int(tokens * (1 - limit / size)) - 80)
+        return gain
+
+    # ------------------------------------------------------------------ internals
+
+    def _change(
+        self,
+        slot: ResultSlot,
+        new_text: str,
+        media: tuple[Media | str, ...],
+        stage: int,
+        path: str | None,
+        bytes_before: int,
+        offloaded: int,
+        replaced: int = 0,
+    ) -> tuple[ResultChange, TruncationOutcome]:
+        bytes_after = encoded_size(new_text)
+        tokens_after = self.counter.count_text(new_text)
+        tokens_before = round(tokens_after * bytes_before / bytes_after) if bytes_after else 0
+        outcome = TruncationOutcome(
+            stage=stage,
+            call_id=slot.call_id,
+            tool=slot.tool,
+            path=path,
+            bytes_before=bytes_before,
+            bytes_after=bytes_after,
+            tokens_before=max(tokens_before, tokens_after),
+            tokens_after=tokens_after,
+            bytes_offloaded=offloaded,
+            media_replaced=replaced,
+        )
+        return ResultChange(new_text, media), outcome
+
+    def _tokens_fit(self, text: str, size: int) -> bool:
+        # Cheap first: a text of at most max_tokens bytes cannot exceed max_tokens tokens.
+        return (
+            size <= self.max_result_tokens
+            or self.counter.count_text(text) <= self.max_result_tokens
+        )
+
+    def _fit(self, text: str, limit: int) -> str:
+        """Re-cut an excerpt + notice until it is within the token cap.
+
+        Only the excerpt is measured, against the cap minus a fixed reserve for the notice: the
+        notice names a file whose token count varies, and the cut must not depend on it (the
+        same session must give the same prompts).
+        """
+        budget = max(self.max_result_tokens - NOTICE_RESERVE_TOKENS, 1)
+        for _ in range(_MAX_FIT_ROUNDS):
+            parts = split_notice(text)
+            if parts is None:
+                return text
+            excerpt, notice = parts
+            tokens = self.counter.count_text(excerpt)
+            if tokens <= budget or notice.excerpt_bytes <= 1:
+                return text
+            target = int(notice.excerpt_bytes * budget / tokens * 0.95)
+            target = max(1, min(target, notice.excerpt_bytes - RETRUNCATE_SLACK_BYTES - 1))
+            text = retruncate(text, max_bytes=target)
+        return text
+
+    def _replace_media(self, media: tuple[Media, ...]) -> tuple[tuple[Media | str, ...], int]:
+        return tuple(self._placeholder(m) for m in media), len(media)
+
+    def _placeholder(self, media: Media) -> str:
+        if media.data is not None:
+            data = media.data.split(",", 1)[1] if media.data.startswith("data:") else media.data
+            media_type = media.media_type or "application/octet-stream"
+            try:
+                raw = base64.b64decode(data, validate=False)
+                path = self.store.save_media(raw, media_type)
+            except (binascii.Error, ValueError, OSError) as exc:
+                logger.warning("cannot save an old %s block (%s); dropping it", media.kind, exc)
+                return (
+                    f"[{media.kind} ({media_type}) removed from the context; it could not be saved]"
+                )
+            return (
+                f"[{media.kind} ({media_type}, {len(raw)} bytes) removed from the context to "
+                f"save tokens; saved copy: {path}]"
+            )
+        return f"[{media.kind} removed from the context to save tokens; source: {media.url}]"
+
+
+def _source_path(tool_input: Mapping[str, Any]) -> str | None:
+    for key in PATH_ARGUMENTS:
+        value = tool_input.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _read_position(tool_input: Mapping[str, Any]) -> tuple[int, int]:
+    """(start_line, start_byte) a read began at, from its arguments (1 and 0 when absent)."""
+    try:
+        start_line = int(tool_input.get("start_line") or 1)
+        start_byte = int(tool_input.get("start_byte") or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 1, 0
+    return max(start_line, 1), max(start_byte, 0)
+
+
+def outcome_data(outcome: TruncationOutcome) -> dict[str, Any]:
+    """The numbers of a ``tool_result_truncated`` / ``tool_result_retruncated`` event."""
+    return {
+        "tool": outcome.tool,
+        "call_id": outcome.call_id,
+        "path": outcome.path,
+        "bytes_before": outcome.bytes_before,
+        "bytes_after": outcome.bytes_after,
+        "tokens_saved": outcome.tokens_before - outcome.tokens_after,
+        "bytes_offloaded": outcome.bytes_offloaded,
+        "media_replaced": outcome.media_replaced,
+    }

@@ -1,0 +1,15 @@
+"""Tools given to the agent (SPEC 6), as plain async functions returning text: ``read_file``
+and the dialog tools (the memory tools are in ``core.longterm``). Adapters wrap them."""
+
+from ._dialog import DialogTool, make_dialog_tools
+from ._read_file import make_read_file
+from ._reader import FileReader, ReadFileError, resolve_allowed_roots
+
+__all__ = [
+    "DialogTool",
+    "FileReader",
+    "ReadFileError",
+    "make_dialog_tools",
+    "make_read_file",
+    "resolve_allowed_roots",
+]

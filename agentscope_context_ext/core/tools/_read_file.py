@@ -1,0 +1,67 @@
+"""``read_file`` as a tool function: plain async, returning text (each adapter wraps it)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import TruncationConfig
+from ..workspace import TOOL_RESULT_DIRNAME
+from ._reader import FileReader, ReadFileError, resolve_allowed_roots
+
+__all__ = ["make_read_file"]
+
+
+def make_read_file(
+    workspace: str | os.PathLike[str],
+    truncation: TruncationConfig | None = None,
+    allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
+    max_bytes_cap: int | None = None,
+) -> Callable[..., Coroutine[Any, Any, str]]:
+    """The ``read_file`` tool: reads inside the workspace and ``allowed_roots``.
+
+    Args:
+        workspace (`str | os.PathLike`): The workspace (always readable: notices point into it).
+        truncation (`TruncationConfig | None`): Byte limits; defaults to the documented ones.
+        allowed_roots (`Sequence[str] | None`): Extra readable roots; empty or ``None`` means
+            the current directory.
+        max_bytes_cap (`int | None`): Upper bound on one excerpt, e.g. the window share.
+
+    Returns:
+        An async function named ``read_file`` returning the text (or a one-line ``Error: ...``).
+    """
+    reader = FileReader(
+        resolve_allowed_roots(workspace, allowed_roots),
+        truncation,
+        max_bytes_cap,
+        text_dirs=[Path(workspace).absolute() / TOOL_RESULT_DIRNAME],
+    )
+
+    async def read_file(
+        file_path: str,
+        start_line: int = 1,
+        end_line: int | None = None,
+        start_byte: int = 0,
+    ) -> str:
+        """Read a text file by line range. Use it to continue a truncated tool result: its
+        notice names the file_path, start_line (and start_byte) to pass.
+
+        Args:
+            file_path (str):
+                Path of the file, e.g. the `tool_result/....txt` path named in a truncation
+                notice, or a project file.
+            start_line (int):
+                First line to read (1-based).
+            end_line (int | None):
+                Last line to read (inclusive); omit to read to the end of the file.
+            start_byte (int):
+                Byte offset inside start_line to start from, when a notice gives one.
+        """
+        try:
+            return reader.read(file_path, start_line, end_line, start_byte)
+        except ReadFileError as exc:
+            return f"Error: {exc}"
+
+    return read_file
