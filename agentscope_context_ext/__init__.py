@@ -15,20 +15,10 @@ Public API (everything a user needs is importable from here):
 - testing: ``agentscope_context_ext.testing.ScriptedChatModel``
 """
 
+from importlib import import_module
+from typing import Any
+
 from ._version import __version__
-from .agentscope1 import (
-    ContextManager,
-    ContextMemory,
-    ContextReActAgent,
-    DialogStore,
-    TokenCounter,
-    consolidate,
-    enable_context_management,
-    get_token_counter,
-    make_dialog_tools,
-    make_memory_tools,
-    make_read_file_tool,
-)
 from .core.config import (
     CompactionConfig,
     ContextConfig,
@@ -49,6 +39,31 @@ from .core.truncation import (
     truncate_text_output,
 )
 from .core.workspace import DialogRecord, DialogRef, ToolResultStore
+
+# Names whose implementation depends on the AgentScope version: resolved on first use, so that
+# importing the package (and its core) does not import AgentScope.
+_ADAPTER_NAMES = (
+    "ContextManager",
+    "ContextMemory",
+    "ContextReActAgent",
+    "DialogStore",
+    "TokenCounter",
+    "consolidate",
+    "enable_context_management",
+    "get_token_counter",
+    "make_dialog_tools",
+    "make_memory_tools",
+    "make_read_file_tool",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ADAPTER_NAMES:
+        value = getattr(import_module(".agentscope1", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

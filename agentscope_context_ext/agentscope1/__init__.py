@@ -12,7 +12,8 @@ from ._context import AgentScopeContext
 from ._convert import DialogStore, MsgCodec, as_tool, output_text, to_view, to_views
 from ._longterm import LongTermMemoryService, agent_runner, consolidate
 from ._manager import HOOK_NAME, ContextManager, enable_context_management
-from ._memory import META_KEY, ContextMemory, has_tool_results, result_state
+from ._memory import ContextMemory
+from ._messages import META_KEY, has_tool_results, result_state
 from ._model import model_call, named_model
 from ._tokens import TokenCounter, get_token_counter
 from ._tools import make_dialog_tools, make_memory_tools, make_read_file_tool

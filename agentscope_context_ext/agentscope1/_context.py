@@ -21,7 +21,8 @@ from ..core.pipeline import ResultChange, ResultSlot, SavedText, message_bound
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
 from ._convert import output_text, part_of, to_view
-from ._memory import ContextMemory, result_state
+from ._memory import ContextMemory
+from ._messages import result_state
 
 __all__ = ["AgentScopeContext"]
 

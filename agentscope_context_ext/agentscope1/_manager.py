@@ -20,7 +20,6 @@ them all. Nothing is monkey-patched.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from ..core.workspace import ToolResultStore, ensure_directory
 from ._attachment import Attachment, adopt_memory
 from ._context import AgentScopeContext
 from ._convert import DialogStore
+from ._hooks import PipelineHooks
 from ._longterm import LongTermMemoryService
 from ._model import model_call, named_model
 from ._tokens import get_token_counter
@@ -128,6 +128,9 @@ class ContextManager:
             )
             if self.long_term_service.summarizer is not None:
                 self.pipeline.parts.compaction.on_compacted = self.long_term_service.on_compacted
+        self.hooks = PipelineHooks(
+            agent, self.pipeline, self.bus.stats, self.memory, self.long_term_service
+        )
         self._attach()
 
     def _attach(self) -> None:
@@ -142,7 +145,7 @@ class ContextManager:
                 "two compactions would fight over the same messages"
             )
             attachment.set_attribute("compression_config", None)
-        attachment.set_attribute("model", UsageTap(agent.model, self._record_usage))
+        attachment.set_attribute("model", UsageTap(agent.model, self.hooks.record_usage))
         share_tokens = int(config.truncation.max_window_share * self.max_input_tokens)
         if config.tools.read_file:
             attachment.register_tool(
@@ -159,11 +162,11 @@ class ContextManager:
         if self.long_term_service is not None:
             for tool in self.long_term_service.agent_tools():
                 attachment.register_tool(tool)
-        attachment.register_hook("post_acting", HOOK_NAME, self._post_acting)
+        attachment.register_hook("post_acting", HOOK_NAME, self.hooks.post_acting)
         if config.compaction.hook_point == "pre_reply":
-            attachment.register_hook("pre_reply", HOOK_NAME, self._pre_reply)
+            attachment.register_hook("pre_reply", HOOK_NAME, self.hooks.pre_reply)
         else:
-            attachment.register_hook("pre_reasoning", HOOK_NAME, self._pre_reasoning)
+            attachment.register_hook("pre_reasoning", HOOK_NAME, self.hooks.pre_reasoning)
 
     # ---------------------------------------------------------------- public
 
@@ -187,12 +190,12 @@ class ContextManager:
             `ContextCount`: The prompt's token count afterwards.
         """
         return await self.pipeline.compact(
-            self._sys_prompt(), self._tool_schemas(), extra_instruction, force=True
+            self.hooks.sys_prompt(), self.hooks.tool_schemas(), extra_instruction, force=True
         )
 
     async def count(self) -> ContextCount:
         """The token count of the prompt the agent would send now."""
-        return await self.pipeline.count(self._sys_prompt(), self._tool_schemas())
+        return await self.pipeline.count(self.hooks.sys_prompt(), self.hooks.tool_schemas())
 
     @property
     def long_term(self) -> LongTermMemory | None:
@@ -228,53 +231,7 @@ class ContextManager:
     close = detach
     """Same as :meth:`detach`."""
 
-    # ----------------------------------------------------------------- hooks
-
-    async def _post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
-        started = time.perf_counter()
-        try:
-            await self.pipeline.run_stage_one()
-        except Exception as exc:  # noqa: BLE001 - the agent must keep running
-            await self.bus.emit("warning", where="post_acting", error=repr(exc)[:300])
-        finally:
-            self.stats.hook_seconds += time.perf_counter() - started
-
-    async def _pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
-        started = time.perf_counter()
-        try:
-            if self.long_term_service is not None:
-                self.long_term_service.start()
-                self.long_term_service.refresh()
-            await self.pipeline.before_reasoning(self._sys_prompt(), self._tool_schemas())
-        except Exception as exc:
-            logger.exception("context pipeline failed")
-            await self.bus.emit("warning", where="pre_reasoning", error=repr(exc)[:300])
-        finally:
-            self.stats.hook_seconds += time.perf_counter() - started
-
-    async def _pre_reply(self, agent: Any, kwargs: dict[str, Any]) -> None:
-        # ReActAgent adds the incoming message to memory inside reply(); adding it here first
-        # lets the check see it (the agent's own add is then a no-op: same id).
-        incoming = kwargs.get("msg")
-        if incoming is not None:
-            await self.memory.add(incoming)
-        await self._pre_reasoning(agent, kwargs)
-
-    async def _record_usage(self, provider_input_tokens: int) -> None:
-        # The prompt just sent was built from the memory as it is now: count it exactly.
-        count = await self.pipeline.count(self._sys_prompt(), self._tool_schemas())
-        self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
-
     # --------------------------------------------------------------- helpers
-
-    def _sys_prompt(self) -> str:
-        try:
-            return str(self.agent.sys_prompt or "")
-        except Exception:  # noqa: BLE001 - a property that fails must not stop the check
-            return ""
-
-    def _tool_schemas(self) -> list[dict]:
-        return self.agent.toolkit.get_json_schemas()
 
     async def _print_notice(self, text: str) -> None:
         # A status message for the console and AgentScope Studio; never stored in memory.

@@ -24,28 +24,12 @@ from agentscope.memory import MemoryBase
 from agentscope.message import Msg
 
 from ..core.summary import CompactSummary
-
-SUMMARY_MSG_NAME = "context_summary"
-LONG_TERM_MSG_NAME = "long_term_memory"
-LONG_TERM_MSG_ID = "context-long-term-memory"
-
-META_KEY = "agentscope_context_ext"
-"""Key in ``Msg.metadata`` under which this package records per-result truncation state."""
-
-
-def result_state(msg: Msg) -> dict[str, dict[str, Any]]:
-    """The per-tool-call truncation records of ``msg`` (created on first use)."""
-    if not isinstance(msg.metadata, dict):
-        msg.metadata = {}
-    record = msg.metadata.setdefault(META_KEY, {})
-    return record.setdefault("results", {})
-
-
-def has_tool_results(msg: Msg) -> bool:
-    """Whether ``msg`` carries at least one ``tool_result`` block."""
-    return isinstance(msg.content, list) and any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in msg.content
-    )
+from ._messages import (
+    compressed_summary_message,
+    has_tool_results,
+    long_term_message,
+    summary_message,
+)
 
 
 class ContextMemory(MemoryBase):
@@ -187,15 +171,7 @@ class ContextMemory(MemoryBase):
         if self.compact_summary is None:
             return None
         if self._summary_msg is None:
-            msg_id = f"context-summary-{self.compact_summary.compactions}"
-            summary = self.compact_summary
-            self._summary_msg = Msg(
-                SUMMARY_MSG_NAME,
-                summary.render(),
-                "user",
-                timestamp=summary.created_at.replace("T", " "),
-            )
-            self._summary_msg.id = msg_id
+            self._summary_msg = summary_message(self.compact_summary)
         return self._summary_msg
 
     def set_long_term(self, text: str | None) -> None:
@@ -203,11 +179,7 @@ class ContextMemory(MemoryBase):
         current = self._long_term_msg.content if self._long_term_msg is not None else None
         if text == current:
             return
-        if text is None:
-            self._long_term_msg = None
-        else:
-            self._long_term_msg = Msg(LONG_TERM_MSG_NAME, text, "user")
-            self._long_term_msg.id = LONG_TERM_MSG_ID
+        self._long_term_msg = None if text is None else long_term_message(text)
         self._changed.add("__long_term__")
 
     def head_messages(self) -> list[Msg]:
@@ -218,9 +190,7 @@ class ContextMemory(MemoryBase):
         if summary is not None:
             head.append(summary)
         if self._compressed_summary:
-            compressed = Msg("user", self._compressed_summary, "user")
-            compressed.id = "agentscope-compressed-summary"
-            head.append(compressed)
+            head.append(compressed_summary_message(self._compressed_summary))
         return head
 
     # ------------------------------------------------------ pipeline support
@@ -269,16 +239,6 @@ class ContextMemory(MemoryBase):
     def tool_input(self, call_id: str) -> dict[str, Any]:
         """The input of the most recent ``tool_use`` with this id (empty if unknown)."""
         return self._tool_inputs.get(call_id, {})
-
-    async def insert_front(self, msgs: list[tuple[Msg, list[str]]]) -> None:
-        """Put messages before the current ones (migration from another memory)."""
-        existing = list(self.content)
-        self.content.clear()
-        self._index.clear()
-        self._result_ids.clear()
-        for msg, marks in [*msgs, *existing]:
-            if msg.id not in self._index:
-                self._append(msg, list(marks))
 
     # ----------------------------------------------------------------- state
 

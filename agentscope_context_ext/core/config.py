@@ -15,14 +15,14 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ._config_io import describe_errors, read_config_file
+from ._config_io import render_yaml as _render_yaml
 from .errors import ConfigError
 
 __all__ = [
@@ -238,30 +238,7 @@ class ContextConfig(_Section):
             `ConfigError`: The file is missing, unreadable, not a mapping, or holds an unknown
                 key or a bad value; the message names the file and the key.
         """
-        path = Path(path)
-        try:
-            raw_text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: config file not found") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{path}: is a directory, not a config file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read config file ({exc})") from None
-        try:
-            if path.suffix.lower() == ".json":
-                data = json.loads(raw_text) if raw_text.strip() else {}
-            else:
-                data = yaml.safe_load(raw_text)
-        except (yaml.YAMLError, json.JSONDecodeError) as exc:
-            reason = " ".join(str(exc).split())
-            raise ConfigError(f"{path}: not valid {_format_name(path)}: {reason}") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise ConfigError(
-                f"{path}: the top level must be a mapping of keys, got {type(data).__name__}",
-            )
-        return _validate(data, source=str(path))
+        return _validate(read_config_file(path), source=str(path))
 
     @classmethod
     def load(cls, source: ContextConfig | dict[str, Any] | str | Path | None) -> ContextConfig:
@@ -286,28 +263,10 @@ class ContextConfig(_Section):
 
 
 def render_yaml(config: BaseModel | None = None, indent: int = 0) -> str:
-    """``config`` as commented YAML: every key, its value and its one-line description.
-
-    ``configs/default.yaml`` is ``render_yaml(ContextConfig())``; a test keeps them equal.
+    """``config`` (default: the defaults) as commented YAML: every key, its value and its
+    one-line description. ``configs/default.yaml`` is ``render_yaml()``; a test keeps them equal.
     """
-    config = config if config is not None else ContextConfig()
-    pad = "  " * indent
-    lines: list[str] = []
-    for name, field in type(config).model_fields.items():
-        value = getattr(config, name)
-        description = (field.description or "").strip()
-        comment = description.splitlines()[0].replace("``", "") if description else ""
-        if isinstance(value, BaseModel):
-            if lines and indent == 0:
-                lines.append("")
-            lines.append(f"{pad}# {comment}")
-            lines.append(f"{pad}{name}:")
-            lines.append(render_yaml(value, indent + 1).rstrip("\n"))
-            continue
-        rendered = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True)
-        rendered = rendered.strip().removesuffix("...").strip()
-        lines.append(f"{pad}{name}: {rendered}  # {comment}")
-    return "\n".join(lines) + "\n"
+    return _render_yaml(config if config is not None else ContextConfig(), indent)
 
 
 def load_config(source: ContextConfig | dict[str, Any] | str | Path | None) -> ContextConfig:
@@ -315,31 +274,8 @@ def load_config(source: ContextConfig | dict[str, Any] | str | Path | None) -> C
     return ContextConfig.load(source)
 
 
-def _format_name(path: Path) -> str:
-    return "JSON" if path.suffix.lower() == ".json" else "YAML"
-
-
 def _validate(data: dict[str, Any], source: str) -> ContextConfig:
     try:
         return ContextConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, source)) from None
-
-
-def _describe(exc: ValidationError, source: str) -> str:
-    """Turn pydantic's report into lines of ``source: dotted.key: reason``."""
-    lines = []
-    for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        if error["type"] == "extra_forbidden":
-            reason = "unknown key"
-        else:
-            reason = error["msg"].removeprefix("Value error, ")
-            if (
-                "input" in error
-                and error["type"] != "missing"
-                and not isinstance(error["input"], dict)
-            ):
-                reason += f" (got {error['input']!r})"
-        lines.append(f"{source}: {key}: {reason}")
-    return "\n".join(lines)
+        raise ConfigError(describe_errors(exc, source)) from None

@@ -9,7 +9,8 @@ from ._fidelity import (
     summary_identifiers,
 )
 from ._importers import FORMATS, Transcript, TranscriptError, detect_format, load_transcripts
-from ._replayer import ReplayResult, StepRecord, recovery_problems, replay_transcript
+from ._recovery import recovery_problems
+from ._replayer import ReplayResult, StepRecord, replay_transcript
 
 __all__ = [
     "FORMATS",

@@ -11,7 +11,6 @@ Afterwards every original message is checked to be recoverable byte for byte fro
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Callable
@@ -25,10 +24,10 @@ from agentscope.tool import Toolkit
 
 from ..agentscope1 import DialogStore, enable_context_management, has_tool_results
 from ..core.config import ContextConfig
-from ..core.truncation import split_notice
 from ..testing import ScriptedChatModel
 from ._checks import prompt_pair_violations
 from ._importers import Transcript
+from ._recovery import recovery_problems
 
 
 @dataclass
@@ -155,7 +154,7 @@ async def replay_transcript(
         if msg.role == "assistant":
             step_no["n"] += 1
             tick = time.perf_counter()
-            await manager._pre_reasoning(agent, {})
+            await manager.hooks.pre_reasoning(agent, {})
             hook = time.perf_counter() - tick
             hook_total += hook
             prompt = await agent.formatter.format(
@@ -191,7 +190,7 @@ async def replay_transcript(
                     if isinstance(b, dict) and b.get("type") == "tool_result"
                 )
                 tick = time.perf_counter()
-                await manager._post_acting(agent, {}, None)
+                await manager.hooks.post_acting(agent, {}, None)
                 hook_total += time.perf_counter() - tick
     result.stats = manager.stats.as_dict()
     result.overflow_events = manager.stats.counts["context_overflow"]
@@ -203,100 +202,3 @@ async def replay_transcript(
     manager.close()
     result.seconds_total = time.perf_counter() - started
     return result
-
-
-def recovery_problems(
-    originals: list[Msg], in_memory: list[Msg], dialog: DialogStore, workspace: Path
-) -> list[str]:
-    """Every way an original message is NOT recoverable byte for byte (empty: all are)."""
-    stored = {m.id: m for m in in_memory}
-    for record in dialog.iter_records():
-        stored.setdefault(record.msg.id, record.msg)
-    problems = []
-    for original in originals:
-        kept = stored.get(original.id)
-        if kept is None:
-            problems.append(f"{original.id}: missing from memory and dialog/")
-            continue
-        if isinstance(original.content, str) or isinstance(kept.content, str):
-            if original.content != kept.content:
-                problems.append(f"{original.id}: text differs")
-            continue
-        for before, after in zip(original.content, kept.content, strict=False):
-            if before == after:
-                continue
-            if before.get("type") != "tool_result":
-                problems.append(f"{original.id}: a {before.get('type')} block differs")
-                continue
-            problem = _result_problem(before, after, workspace)
-            if problem:
-                problems.append(f"{original.id}: {problem}")
-        if len(original.content) != len(kept.content):
-            problems.append(f"{original.id}: block count differs")
-    return problems
-
-
-def _result_problem(before: dict, after: dict, workspace: Path) -> str | None:
-    original_text, original_media = _parts(before.get("output"))
-    kept_text, kept_media = _parts(after.get("output"), skip_placeholders=True)
-    placeholders = _placeholders(after.get("output"))
-    if original_text != kept_text:
-        parts = split_notice(kept_text)
-        if parts is None:
-            return "a tool result changed without a notice"
-        path = workspace / parts[1].file_path
-        try:
-            saved = path.read_bytes().decode("utf-8")  # bytes: "\r\n" must stay "\r\n"
-        except OSError:
-            return f"saved file {parts[1].file_path} is missing"
-        if saved != original_text.encode("utf-8", errors="replace").decode("utf-8"):
-            return f"saved file {parts[1].file_path} differs from the original output"
-    for media in original_media:
-        if media in kept_media:
-            continue
-        source = media.get("source") or {}
-        if source.get("type") != "base64":
-            continue
-        placeholder = next((t for t in placeholders if "saved copy: " in t), None)
-        if placeholder is None:
-            return "an image was dropped without a saved copy"
-        copy_path = workspace / placeholder.split("saved copy: ")[1].rstrip("]")
-        data = str(source.get("data", "")).split(",", 1)[-1]
-        if not copy_path.is_file() or copy_path.read_bytes() != base64.b64decode(data):
-            return "a saved media copy differs"
-    return None
-
-
-def _is_placeholder(block: object) -> bool:
-    text = (
-        str(block.get("text", ""))
-        if isinstance(block, dict) and block.get("type") == "text"
-        else ""
-    )
-    return text.startswith("[") and "removed from the context" in text
-
-
-def _placeholders(output: object) -> list[str]:
-    return (
-        [str(b["text"]) for b in output if _is_placeholder(b)] if isinstance(output, list) else []
-    )
-
-
-def _parts(output: object, skip_placeholders: bool = False) -> tuple[str, list[dict]]:
-    if isinstance(output, str):
-        return output, []
-    if isinstance(output, list):
-        texts = [
-            str(b.get("text", ""))
-            for b in output
-            if isinstance(b, dict)
-            and b.get("type") == "text"
-            and not (skip_placeholders and _is_placeholder(b))
-        ]
-        media = [
-            b
-            for b in output
-            if isinstance(b, dict) and b.get("type") in ("image", "audio", "video")
-        ]
-        return "\n".join(texts), media
-    return str(output), []

@@ -8,14 +8,9 @@ from ._compactor import CallModel, CompactionResult, Compactor
 from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
 from ._pipeline import ContextPipeline, PipelineParts, PromptCount, build_pipeline
 from ._port import ContextPort, SavedText
+from ._slots import ResultChange, ResultSlot, TruncationOutcome, outcome_data
 from ._stage_two import StageTwo
-from ._tool_results import (
-    ResultChange,
-    ResultSlot,
-    ResultTruncator,
-    TruncationOutcome,
-    outcome_data,
-)
+from ._tool_results import ResultTruncator
 
 __all__ = [
     "SUMMARY_FILE",

@@ -23,8 +23,9 @@ from ._checker import ContextChecker, ContextCount
 from ._compaction import Compaction
 from ._compactor import CallModel, Compactor
 from ._port import ContextPort
+from ._slots import ResultChange, outcome_data
 from ._stage_two import StageTwo
-from ._tool_results import ResultChange, ResultTruncator, outcome_data
+from ._tool_results import ResultTruncator
 
 __all__ = ["ContextPipeline", "PipelineParts", "PromptCount", "build_pipeline"]
 

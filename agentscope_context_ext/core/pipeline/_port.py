@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from ..messages import Message
 from ..summary import CompactSummary
-from ._tool_results import ResultChange, ResultSlot
+from ._slots import ResultChange, ResultSlot
 
 __all__ = ["ContextPort", "SavedText"]
 

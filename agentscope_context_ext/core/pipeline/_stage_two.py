@@ -11,7 +11,8 @@ from __future__ import annotations
 from ..config import TruncationConfig
 from ..events import EventBus
 from ._port import ContextPort
-from ._tool_results import ResultChange, ResultTruncator, outcome_data
+from ._slots import ResultChange, outcome_data
+from ._tool_results import ResultTruncator
 
 __all__ = ["StageTwo"]
 

@@ -21,7 +21,6 @@ import base64
 import binascii
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import TruncationConfig
@@ -36,8 +35,9 @@ from ..truncation import (
 )
 from ..truncation import truncate_text_output as retruncate
 from ..workspace import ToolResultStore
+from ._slots import ResultChange, ResultSlot, TruncationOutcome
 
-__all__ = ["ResultChange", "ResultSlot", "ResultTruncator", "TruncationOutcome", "outcome_data"]
+__all__ = ["ResultTruncator"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -45,51 +45,6 @@ PATH_ARGUMENTS = ("file_path", "path", "filepath", "filename", "file")
 _MAX_FIT_ROUNDS = 8
 NOTICE_RESERVE_TOKENS = 160
 """Tokens kept free for the truncation notice when fitting an excerpt under the window cap."""
-
-
-@dataclass
-class ResultSlot:
-    """One tool result as the stages see it."""
-
-    call_id: str
-    tool: str
-    text: str | None
-    """The output's text (``None`` when the output has no text at all)."""
-    media: tuple[Media, ...] = ()
-    """The output's media blocks, in order."""
-    tool_input: Mapping[str, Any] = field(default_factory=dict)
-    """The arguments of the call it answers."""
-    state: dict[str, Any] = field(default_factory=dict)
-    """This result's record, mutated in place (the adapter persists it with the message)."""
-
-
-@dataclass
-class ResultChange:
-    """What to write back into a result: its new text and, in order, each media block kept
-    (a :class:`Media`) or replaced by a placeholder text (a ``str``)."""
-
-    text: str
-    media: tuple[Media | str, ...] = ()
-
-
-@dataclass
-class TruncationOutcome:
-    """What one stage did to one tool result (the numbers of its event)."""
-
-    stage: int
-    call_id: str
-    tool: str
-    path: str | None
-    """Where the full text is: a ``tool_result/`` file or the source file of ``read_file``."""
-    bytes_before: int
-    bytes_after: int
-    tokens_before: int
-    """Estimated from the excerpt's tokens per byte (tokenizing 200 KB to report it would cost
-    more than the whole step)."""
-    tokens_after: int
-    bytes_offloaded: int = 0
-    """Bytes written to ``tool_result/`` by this step."""
-    media_replaced: int = 0
 
 
 class ResultTruncator:
@@ -334,17 +289,3 @@ def _read_position(tool_input: Mapping[str, Any]) -> tuple[int, int]:
     except (TypeError, ValueError, OverflowError):
         return 1, 0
     return max(start_line, 1), max(start_byte, 0)
-
-
-def outcome_data(outcome: TruncationOutcome) -> dict[str, Any]:
-    """The numbers of a ``tool_result_truncated`` / ``tool_result_retruncated`` event."""
-    return {
-        "tool": outcome.tool,
-        "call_id": outcome.call_id,
-        "path": outcome.path,
-        "bytes_before": outcome.bytes_before,
-        "bytes_after": outcome.bytes_after,
-        "tokens_saved": outcome.tokens_before - outcome.tokens_after,
-        "bytes_offloaded": outcome.bytes_offloaded,
-        "media_replaced": outcome.media_replaced,
-    }

@@ -1,14 +1,8 @@
 """The summary that replaces compacted messages (SPEC 4.2): its model, the extractive summary,
 the compaction model's prompt and input, and parsing its answer. Pure: no AgentScope, no I/O."""
 
-from ._extractive import (
-    DEFAULT_BUDGET_TOKENS,
-    clip_middle,
-    estimate_tokens,
-    extractive_summary,
-    fit_summary,
-    sentences,
-)
+from ._calls import changed_lines, classify, definitions, error_line
+from ._extractive import DEFAULT_BUDGET_TOKENS, extractive_summary
 from ._model import SECTION_TITLES, CompactSummary, DialogRef, merge_refs
 from ._parse import parse_summary, summary_language
 from ._prompt import (
@@ -19,8 +13,10 @@ from ._prompt import (
     render_for_summary,
     render_messages,
 )
-from ._terms import SOURCE_WEIGHTS, Salience, code_terms, mentions
-from ._worklog import WorkLog, build_worklog, changed_lines, classify, definitions, error_line
+from ._selection import fit_summary
+from ._terms import SOURCE_WEIGHTS, Salience, TextIndex, code_terms, mentions
+from ._text import clip_middle, estimate_tokens, sentences
+from ._worklog import WorkLog, build_worklog
 
 __all__ = [
     "BLOCK_CHARS",
@@ -32,6 +28,7 @@ __all__ = [
     "CompactSummary",
     "DialogRef",
     "Salience",
+    "TextIndex",
     "WorkLog",
     "build_worklog",
     "changed_lines",

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 from ..messages import Media, Message, Text, Thinking, ToolCall, ToolResult
 from ..truncation import split_notice
+from ._calls import CONTENT_KEYS, EDIT_PAIRS, changed_lines
 from ._model import CompactSummary
 from ._terms import Salience, TextIndex, code_terms
-from ._worklog import CONTENT_KEYS, EDIT_PAIRS, changed_lines
 
 __all__ = [
     "BLOCK_CHARS",

@@ -250,8 +250,3 @@ def _looks_like_code(token: str) -> bool:
     if any(mark in token for mark in ("_", "::", "->", "()", "#")) or token[0] in "@$":
         return True
     return _CODE_SHAPE_RE.search(token) is not None
-
-
-def rank_terms(msgs: Sequence[Message]) -> list[str]:
-    """The terms of ``msgs``, most salient first."""
-    return Salience().extend(msgs).ranked()

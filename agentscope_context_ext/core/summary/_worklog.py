@@ -1,78 +1,36 @@
 """What was done in a stretch of conversation: the work log an extractive summary is made of.
 
-Tool calls are classified by the shape of their arguments, not by tool names, so that any
-agent's tools are understood: an ``old``/``new`` pair is an edit, a path with content a write,
-a path alone a read (or a listing, for tools named like ``list``/``ls``/``glob``), a command
-string a command, a pattern a search. Everything else is a generic call. Outcomes come from the
-results: a result whose first lines look like an error (``Error:``, ``Traceback``, ``exit code
-1``, ...) is a failure, with its first error line kept verbatim.
+Each tool call and output is read as ``_calls`` classifies it (by the shape of the arguments):
+files with what was done to them, distinct commands with their outcomes, other calls, the last
+plan, the offloaded outputs, and an error nothing succeeded after.
 
 Pure: no I/O, no AgentScope, deterministic.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..messages import Message, ToolCall, ToolResult
 from ..truncation import split_notice
-from ._terms import code_terms
+from ._calls import (
+    COMMAND_KEYS,
+    CONTENT_KEYS,
+    arguments_text,
+    changed_lines,
+    classify,
+    definitions,
+    edit_pair,
+    error_line,
+    first_string,
+    gist,
+    one_line,
+    todo_items,
+)
 
-__all__ = [
-    "CommandWork",
-    "FileWork",
-    "OtherCall",
-    "WorkLog",
-    "build_worklog",
-    "definitions",
-    "error_line",
-]
+__all__ = ["CommandWork", "FileWork", "OtherCall", "WorkLog", "build_worklog"]
 
-PATH_KEYS = ("file_path", "path", "filepath", "filename", "file", "notebook_path", "target_file")
-CONTENT_KEYS = ("content", "file_text", "new_source", "contents", "body")
-EDIT_PAIRS = (
-    ("old_string", "new_string"),
-    ("old_str", "new_str"),
-    ("old_text", "new_text"),
-    ("search", "replace"),
-    ("old", "new"),
-)
-COMMAND_KEYS = ("command", "cmd", "script", "shell", "bash", "code")
-PATTERN_KEYS = ("pattern", "query", "regex", "glob", "search_term")
-_LISTING_TOOL_RE = re.compile(r"(?i)(list|\bls\b|dir|tree|glob|find_files)")
-_LINE_NUMBER_RE = re.compile(r"^\s*\d+\s*(?:→|\t|\|)\s?")
-ERROR_LINE_RE = re.compile(
-    r"(?i)^\s*(?:\*\*\s*\(\w*(?:error|exception)"  # ** (CompileError) (Elixir)
-    # Error: / ValueError: / error[E0425] -- but not a file or folder named error*/exception*
-    r"|\w*(?:error|exception)\b(?![/.\w-])"
-    r"|(?:traceback|fatal|failed|failure|panic)\b(?![/.\w-])"
-    r"|exit code [1-9]"
-    r"|cannot\b|can't\b|could not\b|unable to\b|undefined\b)"
-    r"|错误|失败|异常|报错"
-    r"|.*(?:\*\*\*.*\bError\b|\bexit (?:code|status) [1-9]|returned non-zero|\bFAILED\b"
-    r"|command not found|no such file or directory|permission denied)"
-)
-_ERROR_SCAN_LINES = 12
-DEFINITION_RE = re.compile(
-    r"^\s*(?:(?:export|pub(?:\([\w:]+\))?|public|private|protected|static|async|default|final|"
-    r"abstract|override|inline)\s+)*"
-    r"(?P<kind>def|defp|defmodule|defmacrop?|defstruct|defprotocol|defimpl|class|function|fn|"
-    r"func|interface|struct|enum|trait|impl|type|module|macro|sub|procedure)\s+"
-    r"(?P<name>[A-Za-z_][\w.!?:]*)"
-    r"|^\s*(?:export\s+)?(?:const|let|var)\s+(?P<js>[A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:\(|function)"
-    r"|^\s*(?P<dsl>[a-z_]\w*\s+:[a-z_]\w*)\s+do\b"  # computer :transcript_view do (Elixir/Ruby)
-)
-_IMPORT_RE = re.compile(
-    r"^\s*(?:use|import|alias|require|include|using|from\s+[\w.]+\s+import)\s+[\w.{}, :*]+"
-)
-_ATTRIBUTE_RE = re.compile(r"^\s*@[a-z_]\w*\s+(?![\"'~]|::|true\b|false\b)\S")
-"""``@name value``: not a docstring opener (``@doc \"\"\"``), not ``@impl true``."""
-_TRIVIAL_LINE_RE = re.compile(r"^[\W_]*$|^(?:end|do|else|fi|done|pass|\}|\]|\))[\W]*$")
-_MAX_CHANGES_PER_EDIT = 8
 _MAX_DEFINITIONS = 12
 
 
@@ -179,19 +137,19 @@ def build_worklog(msgs: Sequence[Message]) -> WorkLog:
 
 def _record_call(log: WorkLog, index: int, call: ToolCall) -> None:
     args = call.arguments
-    todos = _todo_items(args)
+    todos = todo_items(args)
     if todos:
         log.todos = todos
     kind, path = classify(call)
     if kind == "edit":
         work = _file(log, path, index)
         work.edits += 1
-        old, new = _edit_pair(args)
+        old, new = edit_pair(args)
         work.changes.extend(changed_lines(old, new))
     elif kind == "write":
         work = _file(log, path, index)
         work.writes += 1
-        content = _first_string(args, CONTENT_KEYS) or ""
+        content = first_string(args, CONTENT_KEYS) or ""
         for line in definitions(content, include_imports=True):
             if line not in work.defines:
                 work.defines.append(line)
@@ -204,37 +162,19 @@ def _record_call(log: WorkLog, index: int, call: ToolCall) -> None:
         else:
             work.searches += 1
     elif kind == "command":
-        command = _one_line(_first_string(args, COMMAND_KEYS) or "")
+        command = one_line(first_string(args, COMMAND_KEYS) or "")
         work = log.commands.get(command)
         if work is None:
             log.commands[command] = CommandWork(command, index, index)
         else:
             work.last = index
     else:
-        key = (call.name, _arguments_text(args))
+        key = (call.name, arguments_text(args))
         other = log.calls.get(key)
         if other is None:
             log.calls[key] = OtherCall(call.name, key[1], index, index)
         else:
             other.last = index
-
-
-def classify(call: ToolCall) -> tuple[str, str | None]:
-    """``(kind, path)`` of a tool call: kind is ``edit``, ``write``, ``read``, ``list``,
-    ``search``, ``command`` or ``other``; path is the file or folder it is about, if any."""
-    args = call.arguments
-    path = _first_string(args, PATH_KEYS)
-    if path and _edit_pair(args) != ("", ""):
-        return "edit", path
-    if path and _first_string(args, CONTENT_KEYS) is not None:
-        return "write", path
-    if _first_string(args, PATTERN_KEYS):
-        return "search", path
-    if _first_string(args, COMMAND_KEYS):
-        return "command", None
-    if path:
-        return ("list" if _LISTING_TOOL_RE.search(call.name) else "read"), path
-    return "other", None
 
 
 # --------------------------------------------------------------------- results
@@ -269,9 +209,9 @@ def _record_result(log: WorkLog, index: int, call: ToolCall, result: ToolResult)
                     work.read_defines.append(line)
         return
     if kind == "command":
-        work = log.commands.get(_one_line(_first_string(call.arguments, COMMAND_KEYS) or ""))
+        work = log.commands.get(one_line(first_string(call.arguments, COMMAND_KEYS) or ""))
     else:
-        work = log.calls.get((call.name, _arguments_text(call.arguments)))
+        work = log.calls.get((call.name, arguments_text(call.arguments)))
     if work is None:
         return
     work.outcomes.append(ok)
@@ -282,109 +222,6 @@ def _record_result(log: WorkLog, index: int, call: ToolCall, result: ToolResult)
         work.error = failure
 
 
-def error_line(text: str) -> str | None:
-    """The first line of ``text`` that says something failed, if one of its first lines does."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    for line in lines[:_ERROR_SCAN_LINES]:
-        if ERROR_LINE_RE.match(line):
-            return _clip(line, 240)
-    return None
-
-
-def gist(text: str) -> str | None:
-    """The first line of an output worth repeating: not blank, not a line-number prefix alone,
-    not a shebang, encoding line or file-header comment."""
-    for raw in text.splitlines():
-        line = _LINE_NUMBER_RE.sub("", raw).strip()
-        if not line or _TRIVIAL_LINE_RE.match(line):
-            continue
-        if line.startswith(("#!", "# -*-", "# coding", '"""', "'''", "/*", "*", "//", "<!--")):
-            continue
-        return _clip(line, 160)
-    return None
-
-
-# ----------------------------------------------------------------- content
-
-
-def definitions(content: str, include_imports: bool = False) -> list[str]:
-    """Lines of ``content`` that define something (``def``, ``class``, ``function``, ``defmodule``,
-    ``computer :name do``, ...), as ``kind name``; with ``include_imports``, also ``use``/
-    ``import``/``alias`` lines and ``@attribute value`` lines, verbatim."""
-    found: list[str] = []
-    for raw in content.splitlines():
-        line = _LINE_NUMBER_RE.sub("", raw)
-        match = DEFINITION_RE.match(line)
-        if match:
-            if match["name"]:
-                entry = f"{match['kind']} {match['name']}"
-            else:
-                entry = match["js"] or match["dsl"]
-        elif include_imports and (_IMPORT_RE.match(line) or _ATTRIBUTE_RE.match(line)):
-            entry = _clip(line.strip(), 100)
-        else:
-            continue
-        if entry not in found:
-            found.append(entry)
-    return found
-
-
-def changed_lines(
-    old: str, new: str, limit: int | None = _MAX_CHANGES_PER_EDIT
-) -> list[tuple[int, str]]:
-    """(priority, text) of what an edit changed, line by line: ``old`` -> ``new`` for a line
-    replaced by one line, ``+line`` for an added line, ``-line`` for a removed one. Trivial lines
-    (brackets, ``end``) are skipped; lines that define something get a higher priority.
-
-    Args:
-        limit (`int | None`): Keep the ``limit`` most important changes (definitions first);
-            ``None`` keeps every change, in file order.
-    """
-    old_lines = [line.strip() for line in old.splitlines()]
-    new_lines = [line.strip() for line in new.splitlines()]
-    changes: list[tuple[int, str]] = []
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        removed = [line for line in old_lines[i1:i2] if _worth_showing(line)]
-        added = [line for line in new_lines[j1:j2] if _worth_showing(line)]
-        if len(removed) == 1 and len(added) == 1:
-            changes.append(
-                (
-                    _line_priority(added[0]) + 1,
-                    f"`{_clip(removed[0], 100)}` → `{_clip(added[0], 100)}`",
-                )
-            )
-            continue
-        changes.extend((_line_priority(line), f"+`{_clip(line, 100)}`") for line in added)
-        changes.extend((_line_priority(line) - 1, f"-`{_clip(line, 100)}`") for line in removed)
-    if limit is None:
-        return changes
-    return sorted(changes, key=lambda change: -change[0])[:limit]
-
-
-def _line_priority(line: str) -> int:
-    """3 for a definition, 2 for an import or attribute, 1 for a short line naming something in
-    code, 0 for the rest."""
-    if DEFINITION_RE.match(line):
-        return 3
-    if _IMPORT_RE.match(line) or _ATTRIBUTE_RE.match(line):
-        return 2
-    return 1 if len(line) <= 100 and code_terms(line, prose=False) else 0
-
-
-def _worth_showing(line: str) -> bool:
-    """Not a bracket or ``end`` alone, and not a short line that names nothing (``socket``,
-    ``|> assign(``)."""
-    if _TRIVIAL_LINE_RE.match(line):
-        return False
-    return len(line) >= 16 or bool(code_terms(line, prose=False))
-
-
-# --------------------------------------------------------------------- helpers
-
-
 def _file(log: WorkLog, path: str, index: int) -> FileWork:
     work = log.files.get(path)
     if work is None:
@@ -392,64 +229,5 @@ def _file(log: WorkLog, path: str, index: int) -> FileWork:
     return work
 
 
-def _first_string(args: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = args.get(key)
-        if isinstance(value, str):
-            return value
-    return None
-
-
-def _edit_pair(args: Mapping[str, Any]) -> tuple[str, str]:
-    for old_key, new_key in EDIT_PAIRS:
-        old, new = args.get(old_key), args.get(new_key)
-        if isinstance(old, str) and isinstance(new, str):
-            return old, new
-    return "", ""
-
-
-def _todo_items(args: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """A plan or todo list given to a tool: a list of items with a text and a status."""
-    for value in args.values():
-        if not isinstance(value, list) or not value:
-            continue
-        items = []
-        for item in value:
-            if not isinstance(item, Mapping):
-                break
-            text = next(
-                (
-                    item[k]
-                    for k in ("content", "text", "title", "task", "description", "name")
-                    if isinstance(item.get(k), str)
-                ),
-                None,
-            )
-            status = item.get("status") or item.get("state")
-            if text is None or not isinstance(status, str):
-                break
-            items.append((status, _clip(_one_line(text), 200)))
-        else:
-            return items
-    return []
-
-
-def _arguments_text(args: Mapping[str, Any]) -> str:
-    parts = []
-    for key, value in args.items():
-        shown = value if isinstance(value, str) else repr(value)
-        parts.append(f"{key}={_clip(_one_line(str(shown)), 80)}")
-    return ", ".join(parts)
-
-
 def _count_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -134,10 +134,6 @@ class TokenCounter:
             self._msg_cache.popitem(last=False)
         return count
 
-    def count_views(self, msgs: Iterable[Message]) -> int:
-        """Sum of :meth:`count_view` over ``msgs``."""
-        return sum(self.count_view(msg) for msg in msgs)
-
     def forget(self, msg_ids: Iterable[str]) -> None:
         """Drop cached counts of messages that left the context."""
         for msg_id in msg_ids:

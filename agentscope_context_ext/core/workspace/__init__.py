@@ -1,14 +1,7 @@
 """The file-system layer of the context (SPEC 2.2): dialog files, saved tool results, locks."""
 
-from ._dialog_store import (
-    DIALOG_DIRNAME,
-    DialogRecord,
-    DialogRef,
-    DialogStore,
-    DictCodec,
-    RecordCodec,
-    dialog_date,
-)
+from ._dialog_records import DialogRecord, DialogRef, DictCodec, RecordCodec, dialog_date
+from ._dialog_store import DIALOG_DIRNAME, DialogStore
 from ._files import atomic_write_bytes, atomic_write_text, ensure_directory, file_lock, is_within
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,

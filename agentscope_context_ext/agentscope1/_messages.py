@@ -1,0 +1,68 @@
+"""Helpers around 1.x messages: the messages at the head of the context, and the truncation
+state each tool result carries in its message's ``metadata`` (so it travels with session state).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentscope.message import Msg
+
+from ..core.summary import CompactSummary
+
+__all__ = [
+    "LONG_TERM_MSG_ID",
+    "META_KEY",
+    "SUMMARY_MSG_NAME",
+    "compressed_summary_message",
+    "has_tool_results",
+    "long_term_message",
+    "result_state",
+    "summary_message",
+]
+
+SUMMARY_MSG_NAME = "context_summary"
+LONG_TERM_MSG_NAME = "long_term_memory"
+LONG_TERM_MSG_ID = "context-long-term-memory"
+
+
+def summary_message(summary: CompactSummary) -> Msg:
+    """The summary as one user message; its id is stable until the next compaction."""
+    msg = Msg(
+        SUMMARY_MSG_NAME, summary.render(), "user", timestamp=summary.created_at.replace("T", " ")
+    )
+    msg.id = f"context-summary-{summary.compactions}"
+    return msg
+
+
+def long_term_message(text: str) -> Msg:
+    """The long-term memory block as one user message with a fixed id."""
+    msg = Msg(LONG_TERM_MSG_NAME, text, "user")
+    msg.id = LONG_TERM_MSG_ID
+    return msg
+
+
+def compressed_summary_message(text: str) -> Msg:
+    """AgentScope's own compression summary, if something ever set one."""
+    msg = Msg("user", text, "user")
+    msg.id = "agentscope-compressed-summary"
+    return msg
+
+
+META_KEY = "agentscope_context_ext"
+"""Key in ``Msg.metadata`` under which this package records per-result truncation state."""
+
+
+def result_state(msg: Msg) -> dict[str, dict[str, Any]]:
+    """The per-tool-call truncation records of ``msg`` (created on first use)."""
+    if not isinstance(msg.metadata, dict):
+        msg.metadata = {}
+    record = msg.metadata.setdefault(META_KEY, {})
+    return record.setdefault("results", {})
+
+
+def has_tool_results(msg: Msg) -> bool:
+    """Whether ``msg`` carries at least one ``tool_result`` block."""
+    return isinstance(msg.content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in msg.content
+    )

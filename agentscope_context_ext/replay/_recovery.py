@@ -1,0 +1,111 @@
+"""Whether every original message of a replay can be recovered byte for byte (benchmark B3):
+from memory, ``dialog/`` (by message id) and the saved ``tool_result/`` files its notices name."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from agentscope.message import Msg
+
+from ..agentscope1 import DialogStore
+from ..core.truncation import split_notice
+
+__all__ = ["recovery_problems"]
+
+
+def recovery_problems(
+    originals: list[Msg], in_memory: list[Msg], dialog: DialogStore, workspace: Path
+) -> list[str]:
+    """Every way an original message is NOT recoverable byte for byte (empty: all are)."""
+    stored = {m.id: m for m in in_memory}
+    for record in dialog.iter_records():
+        stored.setdefault(record.msg.id, record.msg)
+    problems = []
+    for original in originals:
+        kept = stored.get(original.id)
+        if kept is None:
+            problems.append(f"{original.id}: missing from memory and dialog/")
+            continue
+        if isinstance(original.content, str) or isinstance(kept.content, str):
+            if original.content != kept.content:
+                problems.append(f"{original.id}: text differs")
+            continue
+        for before, after in zip(original.content, kept.content, strict=False):
+            if before == after:
+                continue
+            if before.get("type") != "tool_result":
+                problems.append(f"{original.id}: a {before.get('type')} block differs")
+                continue
+            problem = _result_problem(before, after, workspace)
+            if problem:
+                problems.append(f"{original.id}: {problem}")
+        if len(original.content) != len(kept.content):
+            problems.append(f"{original.id}: block count differs")
+    return problems
+
+
+def _result_problem(before: dict, after: dict, workspace: Path) -> str | None:
+    original_text, original_media = _parts(before.get("output"))
+    kept_text, kept_media = _parts(after.get("output"), skip_placeholders=True)
+    placeholders = _placeholders(after.get("output"))
+    if original_text != kept_text:
+        parts = split_notice(kept_text)
+        if parts is None:
+            return "a tool result changed without a notice"
+        path = workspace / parts[1].file_path
+        try:
+            saved = path.read_bytes().decode("utf-8")  # bytes: "\r\n" must stay "\r\n"
+        except OSError:
+            return f"saved file {parts[1].file_path} is missing"
+        if saved != original_text.encode("utf-8", errors="replace").decode("utf-8"):
+            return f"saved file {parts[1].file_path} differs from the original output"
+    for media in original_media:
+        if media in kept_media:
+            continue
+        source = media.get("source") or {}
+        if source.get("type") != "base64":
+            continue
+        placeholder = next((t for t in placeholders if "saved copy: " in t), None)
+        if placeholder is None:
+            return "an image was dropped without a saved copy"
+        copy_path = workspace / placeholder.split("saved copy: ")[1].rstrip("]")
+        data = str(source.get("data", "")).split(",", 1)[-1]
+        if not copy_path.is_file() or copy_path.read_bytes() != base64.b64decode(data):
+            return "a saved media copy differs"
+    return None
+
+
+def _is_placeholder(block: object) -> bool:
+    text = (
+        str(block.get("text", ""))
+        if isinstance(block, dict) and block.get("type") == "text"
+        else ""
+    )
+    return text.startswith("[") and "removed from the context" in text
+
+
+def _placeholders(output: object) -> list[str]:
+    return (
+        [str(b["text"]) for b in output if _is_placeholder(b)] if isinstance(output, list) else []
+    )
+
+
+def _parts(output: object, skip_placeholders: bool = False) -> tuple[str, list[dict]]:
+    if isinstance(output, str):
+        return output, []
+    if isinstance(output, list):
+        texts = [
+            str(b.get("text", ""))
+            for b in output
+            if isinstance(b, dict)
+            and b.get("type") == "text"
+            and not (skip_placeholders and _is_placeholder(b))
+        ]
+        media = [
+            b
+            for b in output
+            if isinstance(b, dict) and b.get("type") in ("image", "audio", "video")
+        ]
+        return "\n".join(texts), media
+    return str(output), []
