@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import FormatterBase
+from agentscope.formatter import DashScopeChatFormatter, FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
@@ -171,3 +171,27 @@ def tool_ids(msg: Msg, kind: str) -> list[str]:
     if not isinstance(msg.content, list):
         return []
     return [str(b.get("id")) for b in msg.content if isinstance(b, dict) and b.get("type") == kind]
+
+
+FORMATTERS = [DashScopeChatFormatter, OpenAIChatFormatter]
+SIZES_KB = [1, 4, 200, 12, 2, 60, 1, 30, 150, 8, 3, 90]
+BIG = make_text(200 * 1024, seed=1)
+
+
+def result_text(msg: Msg) -> str:
+    """The text of the first tool result of ``msg``."""
+    output = msg.content[0]["output"]
+    return output if isinstance(output, str) else "".join(b.get("text", "") for b in output)
+
+
+def tool_messages(call: ModelCall) -> list[dict]:
+    """The ``tool`` messages of a formatted prompt."""
+    return [m for m in call.messages if m.get("role") == "tool"]
+
+
+def tool_message_text(message: dict) -> str:
+    """The text of one formatted ``tool`` message."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content)

@@ -4,15 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from agentscope.agent import ReActAgent
 from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
 
-from agentscope_context_ext import enable_context_management, split_notice
+from agentscope_context_ext import (
+    enable_context_management,
+    get_token_counter,
+    split_notice,
+)
 from agentscope_context_ext.testing import ScriptedChatModel, reply, tool_call
 
-from agent_harness import make_text
+from agent_harness import (
+    BIG,
+    FORMATTERS,
+    make_agent,
+    make_text,
+    result_text,
+    scripted_session,
+    tool_ids,
+    tool_message_text,
+    tool_messages,
+)
 
 MODULE_BYTES = 27 * 1024
 
@@ -111,3 +126,154 @@ async def test_bytes_offloaded_counts_what_stage_two_saves(workspace: Path, tmp_
     assert saved.stat().st_size >= 27 * 1024
     assert manager.stats.retruncations >= 1
     assert manager.stats.bytes_offloaded == saved.stat().st_size
+
+
+@pytest.mark.parametrize("formatter_class", FORMATTERS)
+async def test_200kb_result_is_truncated_saved_read_back_and_retruncated(
+    workspace: Path, formatter_class: type
+) -> None:
+    async def big_page() -> ToolResponse:
+        """Return a big page."""
+        return ToolResponse(content=[TextBlock(type="text", text=BIG)])
+
+    state: dict = {}
+
+    def respond(call):
+        if call.index == 0:
+            return reply("fetching", tool_call("big_page", "big"))
+        if call.index == 1:
+            text = tool_message_text(tool_messages(call)[-1])
+            excerpt, notice = split_notice(text)
+            state.update(excerpt=excerpt, notice=notice, prompt_text=text)
+            return reply(
+                "reading on",
+                tool_call(
+                    "read_file",
+                    "more",
+                    file_path=notice.file_path,
+                    start_line=notice.next_line,
+                    start_byte=notice.next_byte,
+                ),
+            )
+        if call.index <= 4:
+            return reply(f"small {call.index}", tool_call("big_page_small", f"s{call.index}"))
+        return "done"
+
+    async def big_page_small() -> ToolResponse:
+        """Return a small page."""
+        return ToolResponse(content=[TextBlock(type="text", text="tiny")])
+
+    model = ScriptedChatModel(respond)
+    toolkit = Toolkit()
+    toolkit.register_tool_function(big_page)
+    toolkit.register_tool_function(big_page_small)
+    agent = ReActAgent(
+        name="a", sys_prompt="test", model=model, formatter=formatter_class(), toolkit=toolkit
+    )
+    agent.set_console_output_enabled(False)
+    manager = enable_context_management(
+        agent,
+        {"workspace": str(workspace), "max_input_tokens": 131072, "truncation": {"recent_n": 2}},
+    )
+    await agent(Msg("user", "get the page", "user"))
+
+    # The next prompt holds at most the stage-one excerpt plus notice.
+    notice = state["notice"]
+    assert len(state["excerpt"].encode()) <= 51200
+    assert BIG.startswith(state["excerpt"])
+    assert len(state["prompt_text"].encode()) < 51200 + 600
+    # The saved file holds the exact original.
+    saved = workspace / notice.file_path
+    assert saved.read_text() == BIG
+    assert (
+        notice.file_path.startswith("tool_result/")
+        and len(list((workspace / "tool_result").iterdir())) == 1
+    )
+    # read_file at the notice's position returned the continuation.
+    read_msg = next(m for m in agent.memory.messages if tool_ids(m, "tool_result") == ["more"])
+    continuation = result_text(read_msg)
+    rest_excerpt = split_notice(continuation)[0] if split_notice(continuation) else continuation
+    assert BIG[len(state["excerpt"]) :].startswith(rest_excerpt)
+    assert len(rest_excerpt) > 1000
+    # After recent_n more tool-result messages, the big result is cut to second_max_bytes, same path.
+    big_msg = next(m for m in agent.memory.messages if tool_ids(m, "tool_result") == ["big"])
+    excerpt2, notice2 = split_notice(result_text(big_msg))
+    assert notice2.file_path == notice.file_path
+    assert len(excerpt2.encode()) <= 3000
+    assert notice2.total_lines == notice.total_lines
+    last_prompt_tool = tool_message_text(tool_messages(model.calls[-1])[0])
+    assert len(last_prompt_tool.encode()) < 3000 + 600
+    assert manager.stats.truncations == 1 and manager.stats.retruncations >= 1
+
+
+async def test_window_share_caps_stage_one(workspace: Path) -> None:
+    model = scripted_session([[(200, 1)]])
+    agent = make_agent(model, DashScopeChatFormatter())
+    enable_context_management(agent, {"workspace": str(workspace), "max_input_tokens": 32768})
+    await agent(Msg("user", "go", "user"))
+    counter = get_token_counter("qwen")
+    tokens = counter.count_text(tool_message_text(tool_messages(model.calls[1])[0]))
+    assert tokens <= 0.25 * 32768
+
+
+async def test_images_are_counted_by_media_cost_and_replaced_when_old(workspace: Path) -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    image_b64 = png * 2000  # ~190 KB of base64: len/4 would be ~48k tokens
+
+    async def screenshot() -> ToolResponse:
+        """Take a screenshot."""
+        return ToolResponse(
+            content=[
+                TextBlock(type="text", text="screen captured"),
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": image_b64},
+                },
+            ]
+        )
+
+    async def noop() -> ToolResponse:
+        """Do nothing."""
+        return ToolResponse(content=[TextBlock(type="text", text="ok")])
+
+    model = ScriptedChatModel(
+        [reply("shot", tool_call("screenshot", "img"))]
+        + [reply(f"n{i}", tool_call("noop", f"n{i}")) for i in range(4)]
+        + ["done"]
+    )
+    toolkit = Toolkit()
+    toolkit.register_tool_function(screenshot)
+    toolkit.register_tool_function(noop)
+    agent = ReActAgent(
+        name="a", sys_prompt="s", model=model, formatter=DashScopeChatFormatter(), toolkit=toolkit
+    )
+    agent.set_console_output_enabled(False)
+    manager = enable_context_management(
+        agent,
+        {
+            "workspace": str(workspace),
+            "max_input_tokens": 32768,
+            # eager: the placeholder appears as soon as the image is old (batched waits for gain)
+            "truncation": {"recent_n": 2, "retruncate": "eager"},
+        },
+    )
+    counts = []
+
+    async def record(agent_, kwargs):
+        counts.append((await manager.count()).total)
+
+    agent.register_instance_hook("pre_reasoning", "zz_record", record)
+    await agent(Msg("user", "look", "user"))
+    # While recent, the image is in context and costs the media cost, not len/4.
+    assert counts[1] - counts[0] < 1280 + 400
+    assert manager.stats.compactions == 0
+    # Once old, it is a placeholder naming a saved copy.
+    img_msg = next(m for m in agent.memory.messages if tool_ids(m, "tool_result") == ["img"])
+    output = img_msg.content[0]["output"]
+    assert all(b["type"] == "text" for b in output)
+    placeholder = output[-1]["text"]
+    assert "saved copy: tool_result/" in placeholder
+    saved = workspace / placeholder.split("saved copy: ")[1].rstrip("]")
+    assert saved.suffix == ".png" and saved.stat().st_size == len(
+        __import__("base64").b64decode(image_b64)
+    )

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agentscope.memory import InMemoryMemory, MemoryBase
+from agentscope.memory import MemoryBase
 from agentscope.message import Msg
 
 from ._memory import ContextMemory
@@ -109,45 +109,33 @@ class Attachment:
 
 
 def adopt_memory(original: MemoryBase | None) -> ContextMemory:
-    """A :class:`ContextMemory` holding what ``original`` holds (messages, marks, summaries)."""
+    """A :class:`ContextMemory` holding what ``original`` holds (messages, marks, summaries),
+    read through its ``state_dict()``."""
     if isinstance(original, ContextMemory):
         return original
     memory = ContextMemory()
-    if isinstance(original, InMemoryMemory):
-        memory.load_state_dict(
-            {
-                "content": [[msg.to_dict(), list(marks)] for msg, marks in original.content],
-                **_summary_state(original),
-            },
-            strict=False,
+    if original is None:
+        return memory
+    state = original.state_dict()
+    if isinstance(state, dict) and "content" in state:
+        memory.load_state_dict(state, strict=False)
+    else:
+        logger.warning(
+            "agent memory of type %s has no 'content' in its state; starting the managed "
+            "memory empty",
+            type(original).__name__,
         )
-    elif original is not None:
-        state = original.state_dict() if hasattr(original, "state_dict") else {}
-        if isinstance(state, dict) and "content" in state:
-            memory.load_state_dict(state, strict=False)
-        else:
-            logger.warning(
-                "agent memory of type %s cannot be read synchronously; starting the managed "
-                "memory empty",
-                type(original).__name__,
-            )
     return memory
 
 
-def _summary_state(original: MemoryBase) -> dict[str, Any]:
-    state = original.state_dict()
-    keys = ("_compressed_summary", "compact_summary")
-    return {key: state[key] for key in keys if isinstance(state, dict) and state.get(key)}
-
-
 def _load(original: MemoryBase, messages: list[tuple[Msg, list[str]]], compressed: str) -> None:
-    if isinstance(original, InMemoryMemory):
-        original.content = messages
-    else:
-        original.load_state_dict(
-            {"content": [[msg.to_dict(), marks] for msg, marks in messages]}, strict=False
-        )
-    original.load_state_dict({"_compressed_summary": compressed}, strict=False)
+    original.load_state_dict(
+        {
+            "content": [[msg.to_dict(), marks] for msg, marks in messages],
+            "_compressed_summary": compressed,
+        },
+        strict=False,
+    )
 
 
 def _remove_tool(toolkit: Any, name: str) -> None:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._version import __version__
+from .. import __version__
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
 from ..replay import TranscriptError

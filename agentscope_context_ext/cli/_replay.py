@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..core.config import ContextConfig
-from ..replay import load_transcripts, replay_transcript
-from ..replay._report import Curve, aggregate, write_report
+from ..replay import Curve, aggregate, load_transcripts, replay_transcript, write_report
 
 
 def run_replay(

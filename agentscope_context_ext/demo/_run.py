@@ -25,8 +25,7 @@ from agentscope.tool import Toolkit
 from ..agentscope1 import DialogStore, enable_context_management, to_view
 from ..core.config import ContextConfig
 from ..core.rendering import offload_paths
-from ..replay._checks import prompt_pair_violations
-from ..replay._report import Curve, write_report
+from ..replay import Curve, prompt_pair_violations, write_report
 from ..testing import ModelCall, ScriptedChatModel
 from ._plan import exploration_plan
 from ._tools import make_explorer_tools

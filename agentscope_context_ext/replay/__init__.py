@@ -11,15 +11,18 @@ from ._fidelity import (
 from ._importers import FORMATS, Transcript, TranscriptError, detect_format, load_transcripts
 from ._recovery import recovery_problems
 from ._replayer import ReplayResult, StepRecord, replay_transcript
+from ._report import Curve, aggregate, write_report
 
 __all__ = [
     "FORMATS",
     "ClaudeCompaction",
+    "Curve",
     "FidelityResult",
     "ReplayResult",
     "StepRecord",
     "Transcript",
     "TranscriptError",
+    "aggregate",
     "claude_code_compactions",
     "detect_format",
     "latest_single_compaction",
@@ -30,4 +33,5 @@ __all__ = [
     "replay_transcript",
     "summary_fidelity",
     "summary_identifiers",
+    "write_report",
 ]

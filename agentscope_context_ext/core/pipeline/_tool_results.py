@@ -133,10 +133,14 @@ class ResultTruncator:
 
     def needs_stage_two(self, slot: ResultSlot) -> bool:
         """Whether stage two has anything to look at in this (old) result."""
-        return not slot.state.get("exempt") and slot.state.get("stage", 0) < 2
+        exempt = slot.state.get("exempt") or slot.tool in self.config.exempt_tools
+        return not exempt and slot.state.get("stage", 0) < 2
 
     def stage_two(self, slot: ResultSlot) -> tuple[ResultChange | None, TruncationOutcome | None]:
-        """Cut one old result down to the stage-two limit; replace its media by placeholders."""
+        """Cut one old result down to the stage-two limit; replace its media by placeholders.
+        Results of exempt tools are never touched."""
+        if not self.needs_stage_two(slot):
+            return None, None
         state = slot.state
         source = _source_path(slot.tool_input)
         markdown = state["markdown"] if "markdown" in state else self.config.is_markdown(source)
