@@ -29,14 +29,9 @@ def make_read_file_tool(
     allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
     max_bytes_cap: int | None = None,
 ) -> Tool:
-    """The ``read_file`` tool function for a ``Toolkit``.
-
-    Args:
-        workspace (`str | os.PathLike`): The workspace (always readable: notices point into it).
-        truncation (`TruncationConfig | None`): Byte limits; defaults to the documented ones.
-        allowed_roots (`Sequence[str] | None`): Extra readable roots; empty or ``None`` means
-            the current directory.
-        max_bytes_cap (`int | None`): Upper bound on one excerpt, e.g. the window share.
+    """The ``read_file`` tool function for a ``Toolkit``: the core's
+    :func:`~agentscope_context_ext.core.tools.make_read_file` (same arguments) returning a
+    ``ToolResponse``.
 
     Example:
         .. code-block:: python
@@ -62,13 +57,8 @@ def make_memory_tools(
     on_write: Callable[[str, dict[str, Any]], Any] | None = None,
     writer: str = "agent",
 ) -> tuple[Tool, Tool, Tool, Tool]:
-    """``(memory_read, memory_append, memory_edit, daily_note)`` over ``memory``.
-
-    Args:
-        memory (`LongTermMemory`): The workspace's long-term memory.
-        on_write (`Callable[[str, dict], Any] | None`): Called after each successful write with
-            the tool name and details (the manager turns it into a ``memory_written`` event).
-        writer (`str`): Who writes (``agent``, ``summarizer``), reported to ``on_write``.
-    """
+    """``(memory_read, memory_append, memory_edit, daily_note)`` over ``memory``: the core's
+    :func:`~agentscope_context_ext.core.longterm.make_memory_tools` (same arguments) returning
+    ``ToolResponse``s."""
     read, append, edit, note = core_memory_tools(memory, on_write, writer)
     return as_tool(read), as_tool(append), as_tool(edit), as_tool(note)

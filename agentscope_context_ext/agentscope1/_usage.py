@@ -21,6 +21,15 @@ from agentscope.model import ChatModelBase, ChatResponse
 logger = logging.getLogger("agentscope_context_ext")
 
 
+def _forwarded(name: str) -> property:
+    """An attribute read from and written to the wrapped model."""
+    return property(
+        lambda self: getattr(self.inner, name),
+        lambda self, value: setattr(self.inner, name, value),
+        doc=f"The wrapped model's ``{name}``.",
+    )
+
+
 class UsageTap(ChatModelBase):
     """A transparent wrapper of a chat model that reports input-token usage.
 
@@ -35,21 +44,8 @@ class UsageTap(ChatModelBase):
         self._on_usage = on_usage
         super().__init__(model_name=inner.model_name, stream=inner.stream)
 
-    @property
-    def model_name(self) -> str:  # type: ignore[override]
-        return self.inner.model_name
-
-    @model_name.setter
-    def model_name(self, value: str) -> None:
-        self.inner.model_name = value
-
-    @property
-    def stream(self) -> bool:  # type: ignore[override]
-        return self.inner.stream
-
-    @stream.setter
-    def stream(self, value: bool) -> None:
-        self.inner.stream = value
+    model_name = _forwarded("model_name")
+    stream = _forwarded("stream")
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         response = await self.inner(*args, **kwargs)

@@ -25,6 +25,14 @@ class BadInput(Exception):
     """A user mistake: reported on one line, exit code 2."""
 
 
+def _workspace_argument(command: argparse.ArgumentParser) -> None:
+    command.add_argument("workspace", type=Path, help="the workspace folder")
+
+
+def _config_argument(command: argparse.ArgumentParser, help: str = "YAML/JSON config file") -> None:
+    command.add_argument("--config", type=Path, help=help)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentscope-context",
@@ -48,9 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         default=Path("agentscope-context-demo"),
         help="output folder (default: ./agentscope-context-demo)",
     )
-    demo.add_argument(
-        "--config", type=Path, help="YAML/JSON config file (default: the demo's small window)"
-    )
+    _config_argument(demo, "YAML/JSON config file (default: the demo's small window)")
     demo.add_argument(
         "--root", type=Path, help="folder to explore (default: the installed AgentScope package)"
     )
@@ -60,9 +66,9 @@ def _parser() -> argparse.ArgumentParser:
         help="delete saved tool results older than the TTL",
         description="Delete tool_result/ files older than --ttl-days (default: the config's).",
     )
-    cleanup.add_argument("workspace", type=Path, help="the workspace folder")
+    _workspace_argument(cleanup)
     cleanup.add_argument("--ttl-days", type=float, help="age limit in days")
-    cleanup.add_argument("--config", type=Path, help="YAML/JSON config file")
+    _config_argument(cleanup)
 
     replay = commands.add_parser(
         "replay",
@@ -78,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=["auto", "agentscope", "openai", "claude-code", "swe-agent"],
     )
     replay.add_argument("--max-input-tokens", type=int, help="the window to replay with")
-    replay.add_argument("--config", type=Path, help="YAML/JSON config file")
+    _config_argument(replay)
     replay.add_argument(
         "--out", type=Path, default=Path("agentscope-context-replay"), help="output folder"
     )
@@ -89,8 +95,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Show the latest summary, dialog files and line counts, saved tool results "
         "and their age, Memory.md size and sections, daily notes and Summarizer jobs.",
     )
-    inspect_cmd.add_argument("workspace", type=Path, help="the workspace folder")
-    inspect_cmd.add_argument("--config", type=Path, help="YAML/JSON config file (for the TTL)")
+    _workspace_argument(inspect_cmd)
+    _config_argument(inspect_cmd, "YAML/JSON config file (for the TTL)")
 
     chat = commands.add_parser(
         "chat",
@@ -98,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
         description="An interactive ReActAgent with context management on. Uses DashScopeChatModel "
         "when DASHSCOPE_API_KEY is set, else OpenAIChatModel when OPENAI_API_KEY is set.",
     )
-    chat.add_argument("--config", type=Path, help="YAML/JSON config file")
+    _config_argument(chat)
 
     consolidate = commands.add_parser(
         "consolidate",
@@ -107,8 +113,8 @@ def _parser() -> argparse.ArgumentParser:
         "Memory.md with a consolidation agent (backup first). Needs DASHSCOPE_API_KEY or "
         "OPENAI_API_KEY unless there is nothing to merge.",
     )
-    consolidate.add_argument("workspace", type=Path, help="the workspace folder")
-    consolidate.add_argument("--config", type=Path, help="YAML/JSON config file")
+    _workspace_argument(consolidate)
+    _config_argument(consolidate)
     return parser
 
 

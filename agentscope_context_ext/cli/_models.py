@@ -1,13 +1,28 @@
-"""Chat models for commands that need a real one (``consolidate``; later ``chat``)."""
+"""Chat models for the commands that need a real one (``consolidate``, ``chat``)."""
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import NamedTuple
 
 from agentscope.formatter import FormatterBase
 from agentscope.model import ChatModelBase
 
-MODEL_ENV_VARS = ("DASHSCOPE_API_KEY", "OPENAI_API_KEY")
+
+class _Provider(NamedTuple):
+    env_var: str
+    default_model: str
+    model_class: str
+    formatter_class: str
+
+
+_PROVIDERS = (
+    _Provider("DASHSCOPE_API_KEY", "qwen-plus", "DashScopeChatModel", "DashScopeChatFormatter"),
+    _Provider("OPENAI_API_KEY", "gpt-4o-mini", "OpenAIChatModel", "OpenAIChatFormatter"),
+)
+
+MODEL_ENV_VARS = tuple(provider.env_var for provider in _PROVIDERS)
 
 
 class NoModelError(RuntimeError):
@@ -20,24 +35,16 @@ def model_from_environment(model_name: str | None = None) -> tuple[ChatModelBase
     Raises:
         `NoModelError`: Neither variable is set.
     """
-    if os.environ.get("DASHSCOPE_API_KEY"):
-        from agentscope.formatter import DashScopeChatFormatter
-        from agentscope.model import DashScopeChatModel
-
-        model = DashScopeChatModel(
-            model_name=model_name or "qwen-plus",
-            api_key=os.environ["DASHSCOPE_API_KEY"],
-            stream=False,
+    for provider in _PROVIDERS:
+        api_key = os.environ.get(provider.env_var)
+        if not api_key:
+            continue
+        model_class = getattr(importlib.import_module("agentscope.model"), provider.model_class)
+        formatter_class = getattr(
+            importlib.import_module("agentscope.formatter"), provider.formatter_class
         )
-        return model, DashScopeChatFormatter()
-    if os.environ.get("OPENAI_API_KEY"):
-        from agentscope.formatter import OpenAIChatFormatter
-        from agentscope.model import OpenAIChatModel
-
-        model = OpenAIChatModel(
-            model_name=model_name or "gpt-4o-mini",
-            api_key=os.environ["OPENAI_API_KEY"],
-            stream=False,
+        model = model_class(
+            model_name=model_name or provider.default_model, api_key=api_key, stream=False
         )
-        return model, OpenAIChatFormatter()
+        return model, formatter_class()
     raise NoModelError(f"no model available: set {' or '.join(MODEL_ENV_VARS)}")

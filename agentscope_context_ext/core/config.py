@@ -172,7 +172,7 @@ class LongTermMemoryConfig(_Section):
     backups_kept: int = Field(7, ge=1)
     """How many backups of ``Memory.md`` to keep in ``memory/backup/``."""
     inject_max_tokens: int = Field(2000, ge=0)
-    """At most this many tokens of ``Memory.md`` are shown in the system prompt."""
+    """At most this many tokens of ``Memory.md`` are shown in its head message."""
     max_bytes: int = Field(16384, ge=1024)
     """Consolidation keeps ``Memory.md`` under this size."""
     model: str | None = None

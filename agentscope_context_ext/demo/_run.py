@@ -164,7 +164,7 @@ async def _run(
         "run_seconds": round(seconds, 3),
         "explored_root": str(root),
     }
-    manager.close()
+    manager.detach()
     paths = write_report(
         out,
         f"agentscope-context demo: exploring {root.name}",

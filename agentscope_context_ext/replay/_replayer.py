@@ -199,6 +199,6 @@ async def replay_transcript(
         result.recovery_problems = recovery_problems(
             transcript.messages, agent.memory.messages, DialogStore(workspace), workspace
         )
-    manager.close()
+    manager.detach()
     result.seconds_total = time.perf_counter() - started
     return result

@@ -65,11 +65,10 @@ class FileWork:
         return bool(self.writes or self.edits)
 
 
-@dataclass
-class CommandWork:
-    """One distinct command (or piece of code) run, with every outcome."""
+@dataclass(kw_only=True)
+class CallWork:
+    """The calls of one kind merged together: where they were and how they turned out."""
 
-    command: str
     first: int
     last: int
     outcomes: list[bool] = field(default_factory=list)
@@ -81,18 +80,19 @@ class CommandWork:
     saved_output: str | None = None
 
 
-@dataclass
-class OtherCall:
+@dataclass(kw_only=True)
+class CommandWork(CallWork):
+    """One distinct command (or piece of code) run, with every outcome."""
+
+    command: str
+
+
+@dataclass(kw_only=True)
+class OtherCall(CallWork):
     """A call of any other tool, merged with identical calls."""
 
     tool: str
     arguments: str
-    first: int
-    last: int
-    outcomes: list[bool] = field(default_factory=list)
-    error: str | None = None
-    gist: str | None = None
-    saved_output: str | None = None
 
 
 @dataclass
@@ -165,14 +165,14 @@ def _record_call(log: WorkLog, index: int, call: ToolCall) -> None:
         command = one_line(first_string(args, COMMAND_KEYS) or "")
         work = log.commands.get(command)
         if work is None:
-            log.commands[command] = CommandWork(command, index, index)
+            log.commands[command] = CommandWork(command=command, first=index, last=index)
         else:
             work.last = index
     else:
         key = (call.name, arguments_text(args))
         other = log.calls.get(key)
         if other is None:
-            log.calls[key] = OtherCall(call.name, key[1], index, index)
+            log.calls[key] = OtherCall(tool=call.name, arguments=key[1], first=index, last=index)
         else:
             other.last = index
 

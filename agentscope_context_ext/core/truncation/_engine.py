@@ -11,6 +11,7 @@ definition ``read_file`` uses, so line numbers in a notice always mean the same 
 from __future__ import annotations
 
 import codecs
+from dataclasses import replace
 
 from ._notice import TRUNCATION_NOTICE_MARKER, TruncationNotice, attach_notice, split_notice
 
@@ -57,14 +58,14 @@ def truncate_text_output(
     """
     if split_notice(text) is not None:
         return _retruncate(text, max_bytes=max_bytes, encoding=encoding)
-    return _truncate_fresh(
+    return truncate_fresh(
         text,
-        start_line=start_line,
-        total_lines=total_lines,
         max_bytes=max_bytes,
         file_path=file_path,
-        encoding=encoding,
+        start_line=start_line,
+        total_lines=total_lines,
         start_byte=start_byte,
+        encoding=encoding,
     )
 
 
@@ -84,13 +85,7 @@ def truncate_fresh(
     look already truncated (and point at a file of its choosing).
     """
     return _truncate_fresh(
-        text,
-        start_line=start_line,
-        total_lines=total_lines,
-        max_bytes=max_bytes,
-        file_path=file_path,
-        encoding=encoding,
-        start_byte=start_byte,
+        text, start_line, total_lines, max_bytes, file_path, encoding, start_byte
     )
 
 
@@ -120,17 +115,17 @@ def _truncate_fresh(
     # The cut only looks at the first max_bytes + 1 bytes; max_bytes + 1 characters encode to at
     # least that many. Encoding only this head keeps a 100 MB output from being copied whole.
     head = encode_text(text[: max_bytes + 1], encoding)
-    excerpt, notice = _cut(
-        head,
-        max_bytes=max_bytes,
-        encoding=encoding,
-        file_path=file_path,
+    where = TruncationNotice(
+        file_path=file_path if file_path is not None else "(not saved)",
         total_lines=total_lines,
         start_line=start_line,
         first_byte=start_byte,
+        excerpt_bytes=0,
+        next_line=start_line,
+        next_byte=0,
         partial_read=partial_read,
     )
-    return attach_notice(excerpt, notice)
+    return _cut(head, max_bytes, encoding, where)
 
 
 def _retruncate(text: str, max_bytes: int, encoding: str = "utf-8") -> str:
@@ -143,31 +138,12 @@ def _retruncate(text: str, max_bytes: int, encoding: str = "utf-8") -> str:
     data = encode_text(excerpt, encoding)
     if len(data) <= max_bytes + RETRUNCATE_SLACK_BYTES:
         return text
-    new_excerpt, notice = _cut(
-        data,
-        max_bytes=max_bytes,
-        encoding=encoding,
-        file_path=old.file_path,
-        total_lines=old.total_lines,
-        start_line=old.start_line,
-        first_byte=old.first_byte,
-        partial_read=False,
-    )
-    return attach_notice(new_excerpt, notice)
+    return _cut(data, max_bytes, encoding, replace(old, partial_read=False))
 
 
-def _cut(
-    data: bytes,
-    *,
-    max_bytes: int,
-    encoding: str,
-    file_path: str | None,
-    total_lines: int,
-    start_line: int,
-    first_byte: int,
-    partial_read: bool,
-) -> tuple[str, TruncationNotice]:
-    """Choose the cut in ``data`` (longer than ``max_bytes``) and describe it."""
+def _cut(data: bytes, max_bytes: int, encoding: str, where: TruncationNotice) -> str:
+    """Cut ``data`` (longer than ``max_bytes``) and attach the notice: ``where`` says where the
+    excerpt starts in the full content; the cut fills in its size and where reading goes on."""
     cut = _char_boundary(data, max_bytes, encoding)
     last_newline = data.rfind(_NEWLINE, 0, cut)
     # Back up to the last complete line, unless that throws away more than half the budget
@@ -177,23 +153,15 @@ def _cut(
         cut = last_newline + 1
     excerpt_data = data[:cut]
     newlines = excerpt_data.count(_NEWLINE)
-    next_line = start_line + newlines
     if cut == last_newline + 1:
         next_byte = 0
     else:
         line_start = excerpt_data.rfind(_NEWLINE) + 1
-        next_byte = cut - line_start + (first_byte if newlines == 0 else 0)
-    notice = TruncationNotice(
-        file_path=file_path if file_path is not None else "(not saved)",
-        total_lines=total_lines,
-        start_line=start_line,
-        first_byte=first_byte,
-        excerpt_bytes=cut,
-        next_line=next_line,
-        next_byte=next_byte,
-        partial_read=partial_read,
+        next_byte = cut - line_start + (where.first_byte if newlines == 0 else 0)
+    notice = replace(
+        where, excerpt_bytes=cut, next_line=where.start_line + newlines, next_byte=next_byte
     )
-    return _decode(excerpt_data, encoding), notice
+    return attach_notice(_decode(excerpt_data, encoding), notice)
 
 
 def _char_boundary(data: bytes, limit: int, encoding: str) -> int:

@@ -50,7 +50,8 @@ class TruncationNotice:
     """The facts a notice carries. Line numbers are 1-based; byte offsets are inside a line."""
 
     file_path: str
-    """Where the full content is: ``tool_result/<uuid>.txt`` or the source file of ``read_file``."""
+    """Where the full content is: ``tool_result/<32 hex>.txt`` (named by a hash of the content,
+    so identical outputs share one file) or the source file of ``read_file``."""
     total_lines: int
     """Lines in the full content."""
     start_line: int
