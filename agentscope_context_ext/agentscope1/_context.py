@@ -16,11 +16,11 @@ from typing import Any
 from agentscope.formatter import FormatterBase
 from agentscope.message import Msg, TextBlock
 
-from ..core.messages import MEDIA_KINDS, Message, ToolResult
+from ..core.messages import MEDIA_KINDS, Message
 from ..core.pipeline import ResultChange, ResultSlot, SavedText, message_bound
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
-from ._convert import output_text, part_of, to_view
+from ._convert import media_of, output_text, to_view
 from ._memory import ContextMemory
 from ._messages import result_state
 
@@ -89,14 +89,13 @@ class AgentScopeContext:
         for block in _result_blocks(msg):
             call_id = str(block.get("id"))
             output = block.get("output")
-            result = part_of(block)
             text = _valid_text(output_text(output)) if _has_text(output) else None
             slots.append(
                 ResultSlot(
                     call_id=call_id,
                     tool=str(block.get("name")),
                     text=text,
-                    media=result.media if isinstance(result, ToolResult) else (),
+                    media=media_of(output),
                     tool_input=self.memory.tool_input(call_id),
                     state=states.setdefault(call_id, {}),
                 )
@@ -105,17 +104,21 @@ class AgentScopeContext:
 
     def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
         msg = self._get(msg_id)
+        edited = False
         for block in _result_blocks(msg):
             change = changes.get(str(block.get("id")))
             output = block.get("output")
             if change is not None:
                 block["output"] = _rebuild(output, change)
+                edited = True
             elif not _is_clean(output):
                 # Outputs of any shape (non-text items, bare strings in a list) become what
                 # the formatters expect: text blocks, then the media.
                 text = output_text(output)
                 block["output"] = _rebuild(output, ResultChange(_valid_text(text), _media(output)))
-        self.memory.touch(msg_id)
+                edited = True
+        if edited:  # an untouched message keeps its token count
+            self.memory.touch(msg_id)
 
     # ---------------------------------------------------------------- counting
 

@@ -21,7 +21,15 @@ from ..core.messages import MEDIA_KINDS, Media, Message, Part, Text, Thinking, T
 from ..core.truncation import split_notice
 from ..core.workspace import DialogStore as CoreDialogStore
 
-__all__ = ["DialogStore", "MsgCodec", "as_tool", "output_text", "part_of", "to_view", "to_views"]
+__all__ = [
+    "DialogStore",
+    "MsgCodec",
+    "as_tool",
+    "media_of",
+    "output_text",
+    "to_view",
+    "to_views",
+]
 
 
 SavedText = Callable[[str], str | None]
@@ -81,9 +89,15 @@ def output_text(output: Any) -> str:
     return _as_text(output)
 
 
-def part_of(block: Any, saved_text: SavedText | None = None) -> Part | None:
-    """The neutral part of one 1.x content block (``None`` for unknown block types)."""
-    return _part(block, saved_text)
+def media_of(output: Any) -> tuple[Media, ...]:
+    """The media blocks of a tool result's ``output``, in order."""
+    if not isinstance(output, list):
+        return ()
+    return tuple(
+        _media(item)
+        for item in output
+        if isinstance(item, dict) and item.get("type") in MEDIA_KINDS
+    )
 
 
 def _part(block: Any, saved_text: SavedText | None) -> Part | None:
@@ -103,11 +117,7 @@ def _part(block: Any, saved_text: SavedText | None) -> Part | None:
         )
     if kind == "tool_result":
         output = block.get("output")
-        media = tuple(
-            _media(item)
-            for item in (output if isinstance(output, list) else [])
-            if isinstance(item, dict) and item.get("type") in MEDIA_KINDS
-        )
+        media = media_of(output)
         text = output_text(output)
         full_text = None
         if saved_text is not None:

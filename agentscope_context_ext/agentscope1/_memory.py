@@ -218,13 +218,19 @@ class ContextMemory(MemoryBase):
         The epoch changes when the whole content was replaced (clear, load): then every count
         must be rebuilt.
         """
-        changed, removed = self._changed, self._removed
-        self._changed, self._removed = set(), set()
+        # Copied and cleared in place: assigning attributes of a StateModule costs a lookup of
+        # its registered state on every call, and this runs every step.
+        changed, removed = set(self._changed), set(self._removed)
+        self._changed.clear()
+        self._removed.clear()
         return self._epoch, changed, removed
 
     def pending_results(self) -> list[Msg]:
         """Messages with tool results not yet through stage one, oldest first; clears the list."""
-        pending, self._pending = self._pending, []
+        if not self._pending:
+            return []
+        pending = list(self._pending)
+        self._pending.clear()
         return [self._index[msg_id] for msg_id in pending if msg_id in self._index]
 
     def requeue(self, msg: Msg) -> None:

@@ -2,8 +2,9 @@
 
 The core of the package (truncation, the cut, the summary, the renderings) works on this view,
 never on an AgentScope ``Msg``: AgentScope 1.x keeps content blocks as dicts, 2.x as pydantic
-models, and both map onto these few frozen records. Adapters build the view
-(``agentscope_context_ext.agentscope1.convert``); nothing here imports AgentScope.
+models, and both map onto these few plain records (slotted dataclasses, built fresh for each
+use and never changed by the core). Adapters build the view
+(``agentscope_context_ext.agentscope1``); nothing here imports AgentScope.
 
 A message is a role, a name, a timestamp and an ordered tuple of parts:
 
@@ -35,21 +36,21 @@ MEDIA_KINDS = ("image", "audio", "video")
 """The media block types of AgentScope (2.x calls them all ``data``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Text:
     """Visible text of a message."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Thinking:
     """A model's reasoning text (not sent back to most providers, but worth summarising)."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Media:
     """An image, audio or video block."""
 
@@ -63,7 +64,7 @@ class Media:
     """Base64 data, for inline sources."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCall:
     """A tool call: id, tool name and parsed arguments."""
 
@@ -72,7 +73,7 @@ class ToolCall:
     arguments: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolResult:
     """A tool's answer to the call with the same id."""
 
@@ -96,7 +97,7 @@ class ToolResult:
 Part = Text | Thinking | ToolCall | ToolResult | Media
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Message:
     """One message of the conversation, oldest-first order is the caller's."""
 

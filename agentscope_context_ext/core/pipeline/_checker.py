@@ -66,6 +66,7 @@ class ContextChecker:
         self._head: tuple[tuple, int] | None = None
         self._tools_key: tuple[tuple, int] | None = None
         self._tools_bound_key: tuple[tuple, int] | None = None
+        self._tool_set: tuple[tuple, tuple, list] | None = None
 
     async def message_tokens(self, port: ContextPort) -> dict[str, int]:
         """Exact per-message token counts, synced with the memory's changes."""
@@ -90,9 +91,9 @@ class ContextChecker:
         self._sync(port)
         head = await self._head_tokens(port)
         if exact_above is not None:
-            await self._narrow(port, sys_prompt, head, tools, exact_above)
-            system = self._system_bound(sys_prompt)
             tools_bound, tools_exact = self._tools_bound(tools)
+            await self._narrow(port, sys_prompt, head + tools_bound, exact_above)
+            system = self._system_bound(sys_prompt)
             approximate = (
                 bool(self._bounds) or self._exact_system(sys_prompt) is None or not tools_exact
             )
@@ -115,29 +116,28 @@ class ContextChecker:
             self._bounds = {msg_id: port.bound(msg_id) for msg_id in port.message_ids()}
             self._messages_total = sum(self._bounds.values())
             return
-        live = set(port.message_ids()) if changed else set()
         for msg_id in removed:
             self._messages_total -= self._counts.pop(msg_id, 0) + self._bounds.pop(msg_id, 0)
         for msg_id in changed:
-            if msg_id not in live:
+            try:
+                bound = port.bound(msg_id)
+            except KeyError:  # a change log entry of something that is not a live message
                 continue
             self._messages_total -= self._counts.pop(msg_id, 0) + self._bounds.pop(msg_id, 0)
-            bound = port.bound(msg_id)
             self._bounds[msg_id] = bound
             self._messages_total += bound
 
-    async def _narrow(
-        self, port: ContextPort, sys_prompt: str, head: int, tools: list[dict] | None, limit: int
-    ) -> None:
+    async def _narrow(self, port: ContextPort, sys_prompt: str, fixed: int, limit: int) -> None:
         """Tokenize the largest unknowns (pending messages, the system prompt) first, and only
         until the bounded total is back under ``limit``: a bound under it decides as well as an
-        exact count would."""
+        exact count would. ``fixed`` is what does not change meanwhile (head and tools)."""
+        if not self._bounds and self._exact_system(sys_prompt) is not None:
+            return  # nothing left to narrow
         pending = sorted(self._bounds, key=self._bounds.__getitem__, reverse=True)
         index = 0
         while True:
             system = self._system_bound(sys_prompt)
-            tools_bound, _ = self._tools_bound(tools)
-            if system + head + tools_bound + self._messages_total <= limit:
+            if system + fixed + self._messages_total <= limit:
                 return
             system_unknown = self._exact_system(sys_prompt) is None
             next_bound = self._bounds.get(pending[index], 0) if index < len(pending) else -1
@@ -176,7 +176,7 @@ class ContextChecker:
         their serialised size as a bound (also cached per tool set)."""
         if not tools:
             return 0, True
-        key = tuple(_tool_key(tool) for tool in tools)
+        key = self._tool_set_key(tools)
         if self._tools_key is not None and self._tools_key[0] == key:
             return self._tools_key[1], True
         if self._tools_bound_key is None or self._tools_bound_key[0] != key:
@@ -193,12 +193,23 @@ class ContextChecker:
         """
         if not tools:
             return 0
-        key = tuple(_tool_key(tool) for tool in tools)
+        key = self._tool_set_key(tools)
         if self._tools_key is not None and self._tools_key[0] == key:
             return self._tools_key[1]
         tokens = self.counter.count_tools(tools)
         self._tools_key = (key, tokens)
         return tokens
+
+    def _tool_set_key(self, tools: list[dict]) -> tuple:
+        """Each tool's name, description size and parameter names. A toolkit hands out the
+        same schema objects every step, so the key is kept while the objects are the same
+        (the list is held, so their ids cannot be reused meanwhile)."""
+        ids = tuple(map(id, tools))
+        if self._tool_set is not None and self._tool_set[0] == ids:
+            return self._tool_set[1]
+        key = tuple(_tool_key(tool) for tool in tools)
+        self._tool_set = (ids, key, list(tools))
+        return key
 
     async def _system_tokens(self, port: ContextPort, sys_prompt: str) -> int:
         if self._system is None or self._system[0] != sys_prompt:

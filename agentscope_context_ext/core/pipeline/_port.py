@@ -52,7 +52,8 @@ class ContextPort(Protocol):
         ...
 
     def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
-        """Write truncation changes (by call id) into the message; it counts as changed."""
+        """Write truncation changes (by call id) into the message; it counts as changed when
+        anything was written."""
         ...
 
     def drain_changes(self) -> tuple[int, set[str], set[str]]:
@@ -65,7 +66,8 @@ class ContextPort(Protocol):
         ...
 
     def bound(self, msg_id: str) -> int:
-        """An upper bound of :meth:`count`, without tokenizing."""
+        """An upper bound of :meth:`count`, without tokenizing; ``KeyError`` when ``msg_id``
+        is not a live message (the change log may name other things)."""
         ...
 
     def head_key(self) -> tuple:

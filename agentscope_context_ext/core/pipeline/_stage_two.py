@@ -34,9 +34,10 @@ class StageTwo:
         self.truncator = truncator
         self.port = port
         self.bus = bus
-        self._gains: dict[tuple[str, str], int] = {}
         self._settled: set[str] = set()
         """Messages whose results are all through stage two: never looked at again."""
+        self._waiting: dict[str, int] = {}
+        """``batched``: old messages with something to cut, and the tokens it would free."""
 
     @property
     def eager(self) -> bool:
@@ -56,24 +57,31 @@ class StageTwo:
         if not self.config.enabled:
             return 0
         old = [m for m in self.old_messages(include_recent) if m not in self._settled]
-        candidates = [
+        if self.eager or force:
+            return await self._cut(old, self._candidates(old))
+        # batched: the gains of waiting messages are known; look only at newly old ones.
+        self._waiting = {m: self._waiting[m] for m in old if m in self._waiting}
+        fresh = [m for m in old if m not in self._waiting]
+        candidates = self._candidates(fresh)
+        gains = [self.truncator.estimated_gain(slot) for _, slot in candidates]
+        if sum(self._waiting.values()) + sum(gains) >= self.config.retruncate_min_gain_tokens:
+            return await self._cut(old, self._candidates(old))
+        # Results with nothing to cut change no byte of the prompt: settle them now, so they
+        # are not looked at again; the others wait until the gain is worth it.
+        for (msg_id, _), gain in zip(candidates, gains, strict=True):
+            if gain:
+                self._waiting[msg_id] = self._waiting.get(msg_id, 0) + gain
+        nothing_to_cut = [c for c, gain in zip(candidates, gains, strict=True) if not gain]
+        return await self._cut([m for m in fresh if m not in self._waiting], nothing_to_cut)
+
+    def _candidates(self, msg_ids: list[str]) -> list:
+        """(message id, slot) of each result in ``msg_ids`` that stage two still has to see."""
+        return [
             (msg_id, slot)
-            for msg_id in old
+            for msg_id in msg_ids
             for slot in self.port.result_slots(msg_id)
             if self.truncator.needs_stage_two(slot)
         ]
-        if not candidates:
-            self._settled.update(old)
-            return 0
-        if not self.eager and not force:
-            gains = [self._gain(msg_id, slot) for msg_id, slot in candidates]
-            if sum(gains) < self.config.retruncate_min_gain_tokens:
-                # Results with nothing to cut change no byte of the prompt: settle them now,
-                # so they are not looked at again; the others wait until the gain is worth it.
-                waiting = {m for (m, _), gain in zip(candidates, gains, strict=True) if gain}
-                candidates = [c for c, gain in zip(candidates, gains, strict=True) if not gain]
-                old = [m for m in old if m not in waiting]
-        return await self._cut(old, candidates)
 
     async def _cut(self, old: list[str], candidates: list) -> int:
         saved = 0
@@ -87,7 +95,6 @@ class StageTwo:
                 failed.add(msg_id)
                 await self.bus.emit("warning", where="stage_two", error=repr(exc)[:300])
                 continue
-            self._gains.pop((msg_id, slot.call_id), None)
             if change is not None:
                 changes.setdefault(msg_id, {})[slot.call_id] = change
             if outcome is not None:
@@ -97,11 +104,8 @@ class StageTwo:
             self.port.apply(msg_id, by_call)
         for outcome in outcomes:
             await self.bus.emit("tool_result_retruncated", **outcome_data(outcome))
-        self._settled.update(m for m in old if m not in failed)
+        for msg_id in old:
+            if msg_id not in failed:
+                self._settled.add(msg_id)
+                self._waiting.pop(msg_id, None)
         return saved
-
-    def _gain(self, msg_id: str, slot) -> int:
-        key = (msg_id, slot.call_id)
-        if key not in self._gains:
-            self._gains[key] = self.truncator.estimated_gain(slot)
-        return self._gains[key]
