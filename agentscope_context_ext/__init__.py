@@ -27,7 +27,7 @@ from .core.config import (
     TruncationConfig,
     load_config,
 )
-from .core.errors import ConfigError, ContextExtError, WorkspaceError
+from .core.errors import ConfigError, ContextExtError, WorkspaceError, WorkspaceWriteError
 from .core.events import ContextEvent, ContextStats
 from .core.longterm import LongTermMemory
 from .core.summary import CompactSummary
@@ -44,6 +44,7 @@ from .core.workspace import DialogRecord, DialogRef, ToolResultStore
 # importing the package (and its core) does not import AgentScope.
 _ADAPTER_NAMES = (
     "ContextManager",
+    "AtomicJSONSession",
     "ContextMemory",
     "ContextReActAgent",
     "DialogStore",
@@ -68,6 +69,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "TRUNCATION_NOTICE_MARKER",
+    "AtomicJSONSession",
     "CompactSummary",
     "CompactionConfig",
     "ConfigError",
@@ -89,6 +91,7 @@ __all__ = [
     "TruncationConfig",
     "TruncationNotice",
     "WorkspaceError",
+    "WorkspaceWriteError",
     "__version__",
     "consolidate",
     "enable_context_management",

@@ -109,8 +109,12 @@ def test_cleanup_removes_expired_results(tmp_path: Path, capsys: pytest.CaptureF
     old = folder / ("c" * 32 + ".txt")
     old.write_text("x")
     os.utime(old, (1, 1))
+    named = folder / ("d" * 32 + ".txt")  # the latest summary still points at this one
+    named.write_text("y")
+    os.utime(named, (1, 1))
+    (tmp_path / "ws" / "summary.md").write_text(f"- read tool_result/{named.name} for the log\n")
     assert main(["cleanup", str(tmp_path / "ws"), "--ttl-days", "1"]) == 0
-    assert not old.exists()
+    assert not old.exists() and named.exists()
     assert "removed 1" in capsys.readouterr().out
 
 
@@ -155,3 +159,30 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture) -> 
         main([command, "--help"])
     assert done.value.code == 0
     assert "usage: agentscope-context " + command in capsys.readouterr().out
+
+
+def test_chat_continues_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Each turn is saved atomically to <workspace>/sessions/; the next chat continues it."""
+    from agentscope.formatter import DashScopeChatFormatter
+
+    from agentscope_context_ext.cli import _chat
+    from agentscope_context_ext.testing import ScriptedChatModel
+
+    monkeypatch.chdir(tmp_path)
+    models = []
+
+    def scripted(model_name=None):
+        models.append(ScriptedChatModel(["Noted.", "It is ed-4711."]))
+        return models[-1], DashScopeChatFormatter()
+
+    monkeypatch.setattr(_chat, "model_from_environment", scripted)
+    lines = iter(["my editor is ed-4711", "exit", "which editor do I use?", "exit"])
+    monkeypatch.setattr("builtins.input", lambda *args: next(lines))
+    assert main(["chat"]) == 0
+    assert (tmp_path / ".agentscope-context" / "sessions" / "chat.json").is_file()
+    assert main(["chat"]) == 0
+    assert "ed-4711" in str(models[1].calls[0].messages), "the second chat saw the first"
+    assert main(["chat", "--session", "../escape"]) == 2
+    assert "--session" in capsys.readouterr().err

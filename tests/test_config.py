@@ -117,6 +117,17 @@ def test_out_of_range_value_names_key_and_file(tmp_path: Path) -> None:
         ({"tokenizer": "gpt2"}, "tokenizer"),
         ({"max_input_tokens": 10}, "max_input_tokens"),
         ({"nope": 1}, "nope"),
+        ({"workspace": ""}, "workspace: must name a folder"),
+        ({"workspace": "   "}, "workspace: must name a folder"),
+        ({"workspace": "a\x00b"}, "workspace: must not contain NUL"),
+        (
+            {"max_input_tokens": 16384, "compaction": {"max_summary_tokens": 20000}},
+            "config: compaction.max_summary_tokens: 20,000 tokens does not fit a 16,384-token",
+        ),
+        (
+            {"max_input_tokens": 16384, "compaction": {"max_summary_tokens": 6554}},
+            "at most half of the compaction trigger (6,553 tokens here)",
+        ),
     ],
 )
 def test_bad_values_are_rejected_with_the_key(data: dict, key: str) -> None:
@@ -187,3 +198,19 @@ def test_presets_say_what_they_are_for() -> None:
     assert coding.truncation.first_max_bytes > 51200
     assert coding.truncation.ttl_days > ContextConfig().truncation.ttl_days
     assert coding.truncation.is_markdown("docs/SKILL.md")
+
+
+def test_a_summary_bigger_than_the_models_window_is_refused_at_enable() -> None:
+    """The window may come from the model's name: the same check runs when enabling."""
+    from agentscope.formatter import DashScopeChatFormatter
+
+    from agentscope_context_ext import enable_context_management
+    from agentscope_context_ext.testing import ScriptedChatModel
+
+    from agent_harness import make_agent
+
+    config = load_config({"compaction": {"max_summary_tokens": 200_000}})  # no window: fine
+    agent = make_agent(ScriptedChatModel([]), DashScopeChatFormatter())
+    with pytest.raises(ConfigError, match=r"compaction\.max_summary_tokens: 200,000 tokens"):
+        enable_context_management(agent, config)
+    assert not hasattr(agent, "context_manager")

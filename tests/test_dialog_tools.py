@@ -36,6 +36,10 @@ async def test_read_dialog_errors_are_strings(workspace: Path) -> None:
     assert text(await read_dialog(date="../../etc/passwd")).startswith("Error:")
     assert text(await read_dialog(date="2020-01-01")).startswith("Error: no messages")
     assert text(await read_dialog(start_line="abc")).startswith("Error:")
+    for bad in ({"date": 5}, {"date": ["2026-12-02"]}, {"start_line": 1.5}, {"limit": "inf"}):
+        answer = text(await read_dialog(**bad))
+        assert answer.startswith("Error: ") and "\n" not in answer, (bad, answer)
+    assert text(await read_dialog(start_line=1.0)).startswith("dialog/")
 
 
 async def test_search_dialog(workspace: Path) -> None:

@@ -417,12 +417,20 @@ async def test_service_retries_with_backoff(workspace: Path) -> None:
 # ------------------------------------------------------------------ consolidation
 
 
-def consolidator_model(max_bytes: int | None = None) -> ScriptedChatModel:
+def consolidator_model(
+    max_bytes: int | None = None,
+    gate: asyncio.Event | None = None,
+    thinking: asyncio.Event | None = None,
+) -> ScriptedChatModel:
     """Writes Memory.md as the union of current lines and note lines, newer notes winning on a
-    'key: value' line; first tries an oversized file when ``max_bytes`` is given."""
+    'key: value' line; first tries an oversized file when ``max_bytes`` is given. With ``gate``,
+    it sets ``thinking`` and waits for the gate before its first answer (a slow model)."""
 
-    def respond(call: ModelCall) -> object:
+    async def respond(call: ModelCall) -> object:
         results = [m for m in call.messages if m.get("role") == "tool"]
+        if gate is not None and not results:
+            thinking.set()
+            await gate.wait()
         if results and "over the" in str(results[-1].get("content")):
             return reply(
                 "Shortening.", tool_call("memory_write", content=merged(call, compact=True))
@@ -475,6 +483,58 @@ async def test_consolidation_merges_three_days_with_backup_and_size_limit(worksp
         now=now + timedelta(days=1),
     )
     assert again.status == "nothing_to_do"
+
+
+async def _consolidate_while(workspace: Path, meanwhile) -> str:
+    """Consolidate, running ``meanwhile()`` while the consolidation model is thinking."""
+    ltm = LongTermMemory(workspace)
+    ltm.append("Editor: vim", "Facts")
+    ltm.add_daily_note("Shell: fish")
+    gate, thinking = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(
+        consolidate(ltm, consolidator_model(gate=gate, thinking=thinking), DashScopeChatFormatter())
+    )
+    await thinking.wait()
+    await meanwhile()
+    gate.set()
+    assert (await task).status == "consolidated"
+    return ltm.read()
+
+
+async def test_consolidation_keeps_what_the_summarizer_wrote_meanwhile(workspace: Path) -> None:
+    async def summarizer_runs() -> None:
+        await run_session(workspace, session_model())
+
+    content = await _consolidate_while(workspace, summarizer_runs)
+    assert "User said: I prefer metric units in every report" in content
+    assert "local wheelhouse worked" in content
+    assert "- Shell: fish" in content and "- Editor: vim" in content
+    personal = content[content.index("## Personal") :]
+    assert "metric units" in personal.split("\n## ", 1)[0], "in its own section"
+
+
+async def test_consolidation_keeps_what_another_process_wrote_meanwhile(workspace: Path) -> None:
+    script = (
+        "import sys; from agentscope_context_ext.core.longterm import LongTermMemory; "
+        "LongTermMemory(sys.argv[1]).append('Deploys happen on Friday', 'Facts')"
+    )
+
+    async def other_process_appends() -> None:
+        done = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-c", script, str(workspace)], timeout=120
+        )
+        assert done.returncode == 0
+
+    content = await _consolidate_while(workspace, other_process_appends)
+    assert "- Deploys happen on Friday" in content and "- Shell: fish" in content
+
+
+async def test_consolidation_keeps_an_edit_made_meanwhile(workspace: Path) -> None:
+    async def edit_removes_a_line() -> None:
+        assert LongTermMemory(workspace).edit("- Editor: vim", "")
+
+    content = await _consolidate_while(workspace, edit_removes_a_line)
+    assert "vim" not in content and "- Shell: fish" in content
 
 
 async def test_consolidate_cli(

@@ -59,7 +59,7 @@ async def test_memory_md_never_reaches_session_state(workspace: Path, tmp_path: 
     await session.save_session_state(session_id="s", agent=agent)
     saved = "\n".join(p.read_text(encoding="utf-8") for p in (tmp_path / "sessions").glob("*"))
     assert "ed-4711" not in saved and "<long-term-memory>" not in saved
-    assert "compact_summary" in saved, "the summary itself is session state"
+    assert '"context_summary"' in saved, "the summary itself is session state (a message)"
 
 
 async def test_detach_gives_back_the_agent_as_it_was(workspace: Path) -> None:

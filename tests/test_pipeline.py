@@ -149,10 +149,12 @@ async def test_dialog_write_failure_aborts_compaction_and_keeps_messages(workspa
     plan = session_plan(total_calls=14, sizes_kb=SIZES_KB)
     model = scripted_session(plan)
     agent = make_agent(model, DashScopeChatFormatter())
-    (workspace / "dialog").write_text("a file where the dialog folder should be")
     manager = enable_context_management(
         agent, {"workspace": str(workspace), "max_input_tokens": 16384}
     )
+    # The folder disappears after enabling (enable itself refuses an unusable one).
+    (workspace / "dialog").rmdir()
+    (workspace / "dialog").write_text("a file where the dialog folder should be")
     await agent(Msg("user", "go", "user"))
     assert manager.stats.counts["compaction_failed"] >= 1
     assert manager.stats.compactions == 0
@@ -228,3 +230,22 @@ async def test_oversized_newest_message_overflows_without_looping(workspace: Pat
     assert manager.stats.counts["compaction_started"] <= 2, "a bounded number of compactions"
     kept_or_saved = {m.id for m in agent.memory.messages} | DialogStore(workspace).message_ids()
     assert huge.id in kept_or_saved
+
+
+async def test_many_compactions_keep_one_raw_dialog_line_per_file(workspace: Path) -> None:
+    """The Raw Dialog guide merges touching ranges: it does not grow a line per compaction."""
+    model = scripted_session(session_plan(total_calls=80, sizes_kb=[8, 12, 4]))
+    agent = make_agent(model, DashScopeChatFormatter())
+    manager = enable_context_management(
+        agent, {"workspace": str(workspace), "max_input_tokens": 4096}
+    )
+    await agent(Msg("user", "fetch the documents", "user"))
+    assert manager.stats.compactions >= 10
+    summary = agent.memory.compact_summary
+    files = {p.name for p in (workspace / "dialog").glob("*.jsonl")}
+    assert len(summary.dialog_refs) == len(files), summary.dialog_refs
+    ref = summary.dialog_refs[0]
+    assert ref.first_line == 1
+    assert ref.last_line == DialogStore(workspace).line_count(ref.file)
+    raw = summary.render().split("## Raw Dialog", 1)[1]
+    assert raw.count(".jsonl lines ") == len(files)

@@ -170,7 +170,12 @@ async def test_extra_allowed_roots(workspace: Path, tmp_path: Path, project: Pat
         ("txt", {"file_path": "a.txt", "start_line": 5, "end_line": 2}, "end_line"),
         ("txt", {"file_path": "a.txt", "start_line": 99}, "past the end"),
         ("txt", {"file_path": "a.txt", "start_byte": 500}, "start_byte"),
-        ("txt", {"file_path": "a.txt", "start_line": "x"}, "integers"),
+        ("txt", {"file_path": "a.txt", "start_line": "x"}, "whole number"),
+        ("txt", {"file_path": "a.txt", "start_line": float("inf")}, "start_line must be a whole"),
+        ("txt", {"file_path": "a.txt", "start_line": 1.7}, "got 1.7"),
+        ("txt", {"file_path": "a.txt", "start_line": float("nan")}, "whole number"),
+        ("txt", {"file_path": "a.txt", "end_line": 2.5}, "end_line must be a whole"),
+        ("txt", {"file_path": "a.txt", "start_byte": True}, "start_byte must be a whole"),
         ("fifo", {"file_path": "pipe"}, "not a regular file"),
     ],
 )
@@ -193,6 +198,12 @@ async def test_errors_are_one_line_strings(
     assert text.startswith("Error: ")
     assert fragment in text
     assert "\n" not in text
+
+
+async def test_whole_numbers_in_any_spelling_are_read(tool, project: Path) -> None:
+    (project / "a.txt").write_text("one\ntwo\nthree\n")
+    for start in (2, 2.0, "2"):
+        assert (await call(tool, file_path="a.txt", start_line=start)).startswith("two\n")
 
 
 async def test_invalid_utf8_becomes_replacement_characters(tool, project: Path) -> None:

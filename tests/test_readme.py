@@ -125,3 +125,12 @@ def test_summary_claim_is_what_b7_measured() -> None:
         assert float(row[4].strip().rstrip("%")) >= percent
         ours, theirs = (int(x.replace(",", "")) for x in row[7].split("/"))
         assert ours <= theirs * 0.8, "the README says the summary is shorter (two thirds)"
+
+
+def test_session_example_restores_what_it_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    _run(_block("AtomicJSONSession(save_dir="), "atomic session")
+    # "2 messages restored", from a session file written whole
+    assert "2 messages restored" in capsys.readouterr().out
+    assert [p.name for p in (tmp_path / "sessions").iterdir()] == ["me.json"]

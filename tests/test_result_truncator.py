@@ -10,7 +10,7 @@ import pytest
 
 from agentscope_context_ext.core.config import TruncationConfig
 from agentscope_context_ext.core.messages import Media
-from agentscope_context_ext.core.pipeline import ResultSlot, ResultTruncator
+from agentscope_context_ext.core.pipeline import ResultSlot, ResultTruncator, SaveFaults
 from agentscope_context_ext.core.tokens import get_token_counter
 from agentscope_context_ext.core.truncation import split_notice, truncate_fresh
 from agentscope_context_ext.core.workspace import ToolResultStore
@@ -171,8 +171,35 @@ def test_a_window_share_cap_shortens_the_excerpt(workspace: Path) -> None:
 def test_a_failed_save_keeps_the_result_whole(workspace: Path) -> None:
     (workspace / "tool_result").write_text("a file where the folder should be")
     slot = ResultSlot("c1", "shell", BIG, (), {}, {})
-    assert truncator(workspace).stage_one(slot) == (None, None)
-    assert "save_failed" in slot.state
+    stages = truncator(workspace)
+    assert stages.stage_one(slot) == (None, None)
+    assert "save_failed" in slot.state and slot.state["stage"] == 0, "tried again next step"
+    assert [fault.key for fault in stages.faults.open] == ["c1"]
+    assert [fault.key for fault in stages.faults.unreported()] == ["c1"]
+    assert stages.faults.unreported() == [], "reported once"
+    (workspace / "tool_result").unlink()  # space again
+    change, _ = stages.stage_one(slot)
+    assert change is not None and stages.faults.open == [] and "save_failed" not in slot.state
+
+
+def test_media_that_cannot_be_saved_stays_in_the_context(workspace: Path) -> None:
+    image = Media("image", "image/png", data=PNG)
+    slot = ResultSlot("c1", "screenshot", "the page", (image,), {}, {"stage": 1})
+    (workspace / "tool_result").write_text("a file where the folder should be")
+    stages = truncator(workspace)
+    change, _ = stages.stage_two(slot)
+    assert change is None or change.media == (image,), "kept, not dropped"
+    assert stages.needs_stage_two(slot), "looked at again later"
+    assert stages.faults.open
+
+
+def test_media_that_is_not_base64_is_saved_as_text(workspace: Path) -> None:
+    junk = "this is not base64 at all!"
+    slot = ResultSlot("c1", "screenshot", "", (Media("image", "image/png", data=junk),), {}, {})
+    change, _ = truncator(workspace).stage_two(slot)
+    (placeholder,) = change.media
+    assert "not valid base64" in placeholder
+    assert (workspace / placeholder.rsplit(": ", 1)[1].rstrip("]")).read_text() == junk
 
 
 def test_an_exempt_tool_is_never_cut_even_unseen_by_stage_one(workspace: Path) -> None:
@@ -180,3 +207,18 @@ def test_an_exempt_tool_is_never_cut_even_unseen_by_stage_one(workspace: Path) -
     stages = truncator(workspace)
     assert not stages.needs_stage_two(slot)
     assert stages.stage_two(slot) == (None, None)
+
+
+def test_save_faults_are_reported_once_and_close_when_their_call_leaves() -> None:
+    faults = SaveFaults()
+    full = OSError(28, "No space left on device")
+    for what, key in (("tool_result", "c1"), ("tool_result", "c2#media0"), ("dialog", "dialog")):
+        faults.failed(what, key, "ws", full)
+    faults.failed("tool_result", "c1", "ws", full)  # the retry fails too: still one fault
+    assert [f.key for f in faults.unreported()] == ["c1", "c2#media0", "dialog"]
+    assert faults.unreported() == []
+    assert faults.open[0].error == "No space left on device"
+    faults.forget_unless({"c2"})  # c1 was compacted whole into dialog/
+    assert [f.key for f in faults.open] == ["c2#media0", "dialog"]
+    faults.saved("dialog")
+    assert [f.key for f in faults.open] == ["c2#media0"]

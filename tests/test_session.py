@@ -3,6 +3,7 @@ that never stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 from pathlib import Path
@@ -12,6 +13,8 @@ from agentscope.message import Msg
 from agentscope.session import JSONSession
 
 from agentscope_context_ext import (
+    AtomicJSONSession,
+    ContextMemory,
     enable_context_management,
 )
 
@@ -79,3 +82,91 @@ def test_model_summary_helper_keeps_paths() -> None:
     call = ModelCall(0, [{"role": "user", "content": "see tool_result/abc.txt"}], None)
     assert "tool_result/abc.txt" in model_summary(call)
     assert os.sep  # keep os imported for path checks on every platform
+
+
+async def _compacted_session(workspace: Path, sessions: Path) -> tuple[str, int]:
+    """Run an agent until it compacted, save it; return the summary text and the prompt size."""
+    agent = make_agent(
+        scripted_session(session_plan(total_calls=20, sizes_kb=SIZES_KB)),
+        DashScopeChatFormatter(),
+    )
+    manager = enable_context_management(
+        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
+    )
+    await agent(Msg("user", "collect the documents", "user"))
+    assert manager.stats.compactions >= 1
+    await AtomicJSONSession(save_dir=str(sessions)).save_session_state(session_id="s", agent=agent)
+    return agent.memory.compact_summary.render(), (await manager.count()).total
+
+
+async def test_a_session_loaded_before_enabling_keeps_the_summary(
+    workspace: Path, tmp_path: Path
+) -> None:
+    summary, tokens = await _compacted_session(workspace, tmp_path / "sessions")
+    plain = make_agent(scripted_session([]), DashScopeChatFormatter())
+    await JSONSession(save_dir=str(tmp_path / "sessions")).load_session_state(
+        session_id="s", agent=plain
+    )
+    # a plain agent keeps the summary as its first message, and so the model still sees it
+    first = (await plain.memory.get_memory())[0]
+    assert first.get_text_content() == summary
+    manager = enable_context_management(
+        plain, {"workspace": str(workspace), "max_input_tokens": 16384}
+    )
+    assert isinstance(plain.memory, ContextMemory)
+    assert plain.memory.compact_summary is not None
+    assert plain.memory.compact_summary.render() == summary
+    assert all(m.name != "context_summary" for m in plain.memory.messages), "not twice"
+    assert (await manager.count()).total == tokens
+
+
+async def test_detach_and_enable_again_keeps_the_summary(workspace: Path, tmp_path: Path) -> None:
+    agent = make_agent(
+        scripted_session(session_plan(total_calls=20, sizes_kb=SIZES_KB)),
+        DashScopeChatFormatter(),
+    )
+    manager = enable_context_management(
+        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
+    )
+    await agent(Msg("user", "collect the documents", "user"))
+    summary = agent.memory.compact_summary.render()
+    tokens = (await manager.count()).total
+    manager.detach()
+    again = enable_context_management(
+        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
+    )
+    assert agent.memory.compact_summary.render() == summary
+    assert (await again.count()).total == tokens
+
+
+class Killed(Exception):
+    """Stands for a kill in the middle of a write."""
+
+
+async def test_atomic_session_survives_a_failed_save(
+    workspace: Path, tmp_path: Path, monkeypatch
+) -> None:
+    sessions = tmp_path / "sessions"
+    await _compacted_session(workspace, sessions)
+    before = (sessions / "s.json").read_bytes()
+    assert before.startswith(b"{")
+
+    def killed(*args, **kwargs):  # the process dies in the middle of the write
+        raise Killed
+
+    agent = make_agent(scripted_session([]), DashScopeChatFormatter())
+    enable_context_management(agent, {"workspace": str(workspace)})
+    monkeypatch.setattr(os, "fsync", killed)
+    with contextlib.suppress(Killed):
+        await AtomicJSONSession(save_dir=str(sessions)).save_session_state(
+            session_id="s", agent=agent
+        )
+    monkeypatch.undo()
+    assert (sessions / "s.json").read_bytes() == before, "the old state, whole"
+    assert [p.name for p in sessions.iterdir()] == ["s.json"], "no temp file left"
+    # JSONSession itself, killed the same way, leaves a truncated file behind
+    monkeypatch.setattr("json.dumps", killed)
+    with contextlib.suppress(Killed):
+        await JSONSession(save_dir=str(sessions)).save_session_state(session_id="s", agent=agent)
+    monkeypatch.undo()
+    assert (sessions / "s.json").read_bytes() != before

@@ -80,6 +80,21 @@ def test_cleanup_deletes_only_expired_own_files(workspace: Path, tmp_path: Path)
     assert outside.read_text() == "precious", "the symlink's target is never touched"
 
 
+def test_cleanup_keeps_what_it_is_told_to(workspace: Path) -> None:
+    clock = Clock()
+    store = ToolResultStore(workspace, ttl_days=1, clock=clock)
+    named, unnamed = store.save("named"), store.save("unnamed")
+    for path in (named, unnamed):
+        _age(workspace / path, 2 * 86400, clock)
+    assert store.cleanup(keep=[named]) == [unnamed]
+    assert (workspace / named).is_file()
+    asked = []
+    clock.now += CLEANUP_INTERVAL_SECONDS
+    store.maybe_cleanup(lambda: asked.append(1) or [named])
+    assert asked == [1] and (workspace / named).is_file()
+    assert store.maybe_cleanup(lambda: asked.append(2) or []) is None and asked == [1]
+
+
 def test_cleanup_runs_at_start_then_at_most_hourly(workspace: Path) -> None:
     clock = Clock()
     store = ToolResultStore(workspace, ttl_days=1, clock=clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -218,7 +219,7 @@ async def test_window_share_caps_stage_one(workspace: Path) -> None:
 
 async def test_images_are_counted_by_media_cost_and_replaced_when_old(workspace: Path) -> None:
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-    image_b64 = png * 2000  # ~190 KB of base64: len/4 would be ~48k tokens
+    image_b64 = base64.b64encode(base64.b64decode(png) * 2000).decode()  # ~190 KB: len/4 ~48k
 
     async def screenshot() -> ToolResponse:
         """Take a screenshot."""

@@ -15,6 +15,7 @@ from ._manager import HOOK_NAME, ContextManager, enable_context_management
 from ._memory import ContextMemory
 from ._messages import META_KEY, has_tool_results, result_state
 from ._model import model_call, named_model
+from ._session import AtomicJSONSession
 from ._tokens import TokenCounter, get_token_counter
 from ._tools import make_dialog_tools, make_memory_tools, make_read_file_tool
 from ._usage import UsageTap
@@ -23,6 +24,7 @@ __all__ = [
     "HOOK_NAME",
     "META_KEY",
     "AgentScopeContext",
+    "AtomicJSONSession",
     "Attachment",
     "ContextManager",
     "ContextMemory",

@@ -89,7 +89,9 @@ class AgentScopeContext:
         for block in _result_blocks(msg):
             call_id = str(block.get("id"))
             output = block.get("output")
-            text = _valid_text(output_text(output)) if _has_text(output) else None
+            # The raw text: undecodable bytes (lone surrogates) reach the saved file as the
+            # original bytes; what goes back into the message is made sendable (apply).
+            text = output_text(output) if _has_text(output) else None
             slots.append(
                 ResultSlot(
                     call_id=call_id,
@@ -109,7 +111,8 @@ class AgentScopeContext:
             change = changes.get(str(block.get("id")))
             output = block.get("output")
             if change is not None:
-                block["output"] = _rebuild(output, change)
+                sendable = ResultChange(_valid_text(change.text), change.media)
+                block["output"] = _rebuild(output, sendable)
                 edited = True
             elif not _is_clean(output):
                 # Outputs of any shape (non-text items, bare strings in a list) become what

@@ -3,7 +3,9 @@
 ``post_acting`` runs stage one on the results that just arrived (the design's post-tool hook);
 ``pre_reasoning`` (or ``pre_reply``) shows the current ``Memory.md`` and runs the pipeline
 before the model call. The usage tap's callback compares the provider's count with ours. A hook
-never breaks the agent: a failure is a ``warning`` event.
+never breaks the agent: a failure is a ``warning`` event. The one exception is on purpose: when
+the workspace refuses writes and the prompt would go over the window, ``pre_reasoning`` raises
+:class:`WorkspaceWriteError` to the caller instead of letting the agent send it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 import time
 from typing import Any
 
+from ..core.errors import WorkspaceWriteError
 from ..core.events import ContextStats
 from ..core.pipeline import ContextPipeline
 from ._longterm import LongTermMemoryService
@@ -66,6 +69,8 @@ class PipelineHooks:
                 self.long_term.start()
                 self.long_term.refresh()
             await self.pipeline.before_reasoning(self.sys_prompt(), self.tool_schemas())
+        except WorkspaceWriteError:
+            raise  # the prompt would exceed the window: the caller must know
         except Exception as exc:
             logger.exception("context pipeline failed")
             await self.bus.emit("warning", where="pre_reasoning", error=repr(exc)[:300])

@@ -29,12 +29,17 @@ from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
 from ..core.config import ContextConfig
-from ..core.errors import ContextExtError
+from ..core.errors import ConfigError, ContextExtError
 from ..core.events import ContextEvent, ContextStats, EventBus
-from ..core.longterm import ConsolidationResult, LongTermMemory, SummarizerService
+from ..core.longterm import (
+    NOTES_DIRNAME,
+    ConsolidationResult,
+    LongTermMemory,
+    SummarizerService,
+)
 from ..core.pipeline import ContextCount, build_pipeline
 from ..core.tokens import known_max_input_tokens
-from ..core.workspace import ToolResultStore, ensure_directory
+from ..core.workspace import DIALOG_DIRNAME, TOOL_RESULT_DIRNAME, ToolResultStore, check_writable
 from ._attachment import Attachment, adopt_memory
 from ._context import AgentScopeContext
 from ._convert import DialogStore
@@ -74,9 +79,17 @@ class ContextManager:
     ) -> None:
         self.agent = agent
         self.config = config
-        self.workspace = ensure_directory(Path(config.workspace))
         model_name = getattr(agent.model, "model_name", None)
         self.max_input_tokens = config.max_input_tokens or known_max_input_tokens(model_name)
+        budget_error = config.compaction.summary_budget_error(self.max_input_tokens)
+        if budget_error:  # the window came from the model's name
+            raise ConfigError(f"{budget_error} (the window of {model_name or 'the model'})")
+        # Every folder a save goes to must take a file now: a clear error at start instead of
+        # lost saves and oversized prompts later.
+        folders = (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME)
+        if config.long_term_memory.enabled:
+            folders += (NOTES_DIRNAME,)
+        self.workspace = check_writable(Path(config.workspace), folders)
         self.counter = get_token_counter(
             config.tokenizer, model_name=model_name, media_token_cost=config.media_token_cost
         )

@@ -11,7 +11,9 @@ A drop-in ``MemoryBase`` with the whole contract ``ReActAgent`` uses (marks incl
 - the list of messages whose tool results still await stage one (:meth:`pending_results`),
   because ``post_acting`` hooks do not fire for every call when tools run in parallel.
 
-State round-trips through ``state_dict()``/``load_state_dict()`` (e.g. ``JSONSession``); the
+State round-trips through ``state_dict()``/``load_state_dict()`` (e.g. ``JSONSession``). The
+summary is saved as the first message of ``content`` (the structured summary in its metadata),
+so a session loaded into a plain agent first keeps it and enabling later restores it; the
 per-result truncation state travels inside each message's ``metadata``, so it survives too.
 """
 
@@ -29,6 +31,7 @@ from ._messages import (
     has_tool_results,
     long_term_message,
     summary_message,
+    summary_of,
 )
 
 
@@ -249,14 +252,13 @@ class ContextMemory(MemoryBase):
     # ----------------------------------------------------------------- state
 
     def state_dict(self) -> dict:
-        """Messages with marks, the compact summary and AgentScope's summary string."""
-        return {
-            "_compressed_summary": self._compressed_summary,
-            "content": [[msg.to_dict(), list(marks)] for msg, marks in self.content],
-            "compact_summary": (
-                self.compact_summary.model_dump(mode="json") if self.compact_summary else None
-            ),
-        }
+        """Messages with marks (the compact summary first, as a message) and AgentScope's
+        summary string: the layout of ``InMemoryMemory``, so either memory loads it."""
+        content = [[msg.to_dict(), list(marks)] for msg, marks in self.content]
+        summary = self.summary_msg()
+        if summary is not None:
+            content.insert(0, [summary.to_dict(), []])
+        return {"_compressed_summary": self._compressed_summary, "content": content}
 
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
         """Restore from :meth:`state_dict` (an ``InMemoryMemory`` state also loads)."""
@@ -267,6 +269,7 @@ class ContextMemory(MemoryBase):
         self._pending = []
         self._tool_inputs = {}
         self._result_ids = {}
+        summary: CompactSummary | None = None
         for item in state_dict.get("content", []):
             if isinstance(item, list | tuple) and len(item) == 2:
                 msg_dict, marks = item
@@ -274,9 +277,15 @@ class ContextMemory(MemoryBase):
                 msg_dict, marks = item, []
             else:
                 raise ValueError("Invalid item format in state_dict for ContextMemory.")
-            self._append(Msg.from_dict(msg_dict), list(marks))
-        summary = state_dict.get("compact_summary")
-        self.compact_summary = CompactSummary.model_validate(summary) if summary else None
+            msg = Msg.from_dict(msg_dict)
+            carried = summary_of(msg)
+            if carried is not None:
+                summary = carried  # the summary message, wherever a plain memory put it
+                continue
+            self._append(msg, list(marks))
+        if summary is None and state_dict.get("compact_summary"):  # files saved by earlier versions
+            summary = CompactSummary.model_validate(state_dict["compact_summary"])
+        self.compact_summary = summary
         self._summary_msg = None
         self._compressed_summary = state_dict.get("_compressed_summary", "") or ""
         self._reset_tracking()

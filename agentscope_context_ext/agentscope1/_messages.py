@@ -19,6 +19,7 @@ __all__ = [
     "long_term_message",
     "result_state",
     "summary_message",
+    "summary_of",
 ]
 
 SUMMARY_MSG_NAME = "context_summary"
@@ -27,12 +28,35 @@ LONG_TERM_MSG_ID = "context-long-term-memory"
 
 
 def summary_message(summary: CompactSummary) -> Msg:
-    """The summary as one user message; its id is stable until the next compaction."""
+    """The summary as one user message; its id is stable until the next compaction.
+
+    The structured summary travels in the message's ``metadata``, so the message alone carries
+    it: saved as the first message of a session, it survives a load into any memory (a plain
+    ``InMemoryMemory`` keeps it as a message) and becomes the summary again when context
+    management is enabled (:func:`summary_of`).
+    """
     msg = Msg(
-        SUMMARY_MSG_NAME, summary.render(), "user", timestamp=summary.created_at.replace("T", " ")
+        SUMMARY_MSG_NAME,
+        summary.render(),
+        "user",
+        metadata={META_KEY: {"summary": summary.model_dump(mode="json")}},
+        timestamp=summary.created_at.replace("T", " "),
     )
     msg.id = f"context-summary-{summary.compactions}"
     return msg
+
+
+def summary_of(msg: Msg) -> CompactSummary | None:
+    """The structured summary a :func:`summary_message` carries (``None`` for other messages)."""
+    metadata = msg.metadata if isinstance(msg.metadata, dict) else {}
+    record = metadata.get(META_KEY)
+    dump = record.get("summary") if isinstance(record, dict) else None
+    if not isinstance(dump, dict):
+        return None
+    try:
+        return CompactSummary.model_validate(dump)
+    except ValueError:
+        return None
 
 
 def long_term_message(text: str) -> Msg:

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from agentscope.agent import ReActAgent, UserAgent
 from agentscope.tool import Toolkit
 
-from ..agentscope1 import enable_context_management
+from ..agentscope1 import AtomicJSONSession, enable_context_management
 from ..core.config import ContextConfig
 from ._models import model_from_environment
 
 EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
 
 
-def run_chat(config: ContextConfig) -> None:
-    """Chat until the user types exit (or EOF); prints the context stats on the way out."""
+SESSIONS_DIRNAME = "sessions"
+
+
+def run_chat(config: ContextConfig, session_id: str = "chat") -> None:
+    """Chat until the user types exit (or EOF); prints the context stats on the way out.
+
+    The agent's state is saved after every turn to ``<workspace>/sessions/<session_id>.json``
+    (atomically: a kill never leaves a half-written file) and loaded at start.
+    """
     model, formatter = model_from_environment(
         config.compaction.model if config.compaction.model not in (None, "extractive") else None
     )
@@ -28,11 +36,13 @@ def run_chat(config: ContextConfig) -> None:
     )
     manager = enable_context_management(agent, config)
     user = UserAgent(name="user")
+    session = AtomicJSONSession(save_dir=str(Path(config.workspace) / SESSIONS_DIRNAME))
     print(
-        f"chatting with {model.model_name} (window {manager.max_input_tokens:,} tokens, workspace {config.workspace}); type exit to leave"
+        f"chatting with {model.model_name} (window {manager.max_input_tokens:,} tokens, workspace {config.workspace}, session {session_id}); type exit to leave"
     )
 
     async def loop() -> None:
+        await session.load_session_state(session_id=session_id, agent=agent)
         while True:
             try:
                 msg = await user()
@@ -41,6 +51,7 @@ def run_chat(config: ContextConfig) -> None:
             if (msg.get_text_content() or "").strip().lower() in EXIT_WORDS:
                 break
             await agent(msg)
+            await session.save_session_state(session_id=session_id, agent=agent)
         await manager.drain()
         print(f"context stats: {manager.stats.as_dict()}")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,9 +103,16 @@ def _parser() -> argparse.ArgumentParser:
         "chat",
         help="chat with an agent that has context management (needs an API key)",
         description="An interactive ReActAgent with context management on. Uses DashScopeChatModel "
-        "when DASHSCOPE_API_KEY is set, else OpenAIChatModel when OPENAI_API_KEY is set.",
+        "when DASHSCOPE_API_KEY is set, else OpenAIChatModel when OPENAI_API_KEY is set. The "
+        "conversation is saved after every turn (AtomicJSONSession, in <workspace>/sessions/) "
+        "and continued by the next chat with the same --session.",
     )
     _config_argument(chat)
+    chat.add_argument(
+        "--session",
+        default="chat",
+        help="session id: the conversation to continue (default: chat)",
+    )
 
     consolidate = commands.add_parser(
         "consolidate",
@@ -180,7 +188,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_cleanup(args: argparse.Namespace) -> int:
-    from ..core.workspace import ToolResultStore
+    from ..core.pipeline import SUMMARY_FILE
+    from ..core.workspace import ToolResultStore, saved_paths
 
     if not args.workspace.is_dir():
         raise BadInput(f"{args.workspace}: not a workspace directory")
@@ -188,8 +197,15 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     ttl = args.ttl_days if args.ttl_days is not None else config.truncation.ttl_days
     if ttl <= 0:
         raise BadInput(f"--ttl-days must be positive, got {ttl}")
-    removed = ToolResultStore(args.workspace, ttl_days=ttl).cleanup()
-    print(f"removed {len(removed)} tool result file(s) older than {ttl:g} day(s)")
+    # What the latest summary names stays: the agent may still be told to read it.
+    try:
+        summary = (args.workspace / SUMMARY_FILE).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        summary = ""
+    keep = saved_paths(summary)
+    removed = ToolResultStore(args.workspace, ttl_days=ttl).cleanup(keep=keep)
+    kept = f"; kept {len(keep)} named by {SUMMARY_FILE}" if keep else ""
+    print(f"removed {len(removed)} tool result file(s) older than {ttl:g} day(s){kept}")
     for path in removed:
         print(f"  {path}")
     return EXIT_OK
@@ -254,8 +270,12 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     from ._models import MODEL_ENV_VARS, NoModelError
 
     config = _config(args.config)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", args.session):
+        raise BadInput(
+            f"--session {args.session!r}: use letters, digits, '.', '_' or '-' (at most 64)"
+        )
     try:
-        run_chat(config)
+        run_chat(config, session_id=args.session)
     except NoModelError:
         raise BadInput(f"chat needs a model: set {' or '.join(MODEL_ENV_VARS)}") from None
     return EXIT_OK

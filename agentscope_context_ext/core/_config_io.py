@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,10 @@ def describe_errors(exc: ValidationError, source: str) -> str:
             reason = "unknown key"
         else:
             reason = error["msg"].removeprefix("Value error, ")
+            # A check across sections names its key itself: "compaction.max_summary_tokens: ..."
+            named = re.match(r"^([a-z_]+(?:\.[a-z_]+)+): (.*)$", reason, re.DOTALL)
+            if not error["loc"] and named:
+                key, reason = named.groups()
             if (
                 "input" in error
                 and error["type"] != "missing"

@@ -77,6 +77,21 @@ class CompactionConfig(_Section):
         share = int(max_input_tokens * SUMMARY_WINDOW_SHARE)
         return max(MIN_AUTO_SUMMARY_TOKENS, min(MAX_AUTO_SUMMARY_TOKENS, share))
 
+    def summary_budget_error(self, max_input_tokens: int) -> str | None:
+        """Why ``max_summary_tokens`` cannot work with this window (``None`` when it can): the
+        summary must leave room under the trigger for the messages kept, so it may take at most
+        half of the trigger's tokens."""
+        if self.max_summary_tokens is None:
+            return None
+        limit = int(self.trigger_ratio * max_input_tokens) // 2
+        if self.max_summary_tokens <= limit:
+            return None
+        return (
+            f"compaction.max_summary_tokens: {self.max_summary_tokens:,} tokens does not fit a "
+            f"{max_input_tokens:,}-token window: a summary may take at most half of the "
+            f"compaction trigger ({limit:,} tokens here)"
+        )
+
     @model_validator(mode="after")
     def _keep_below_trigger(self) -> CompactionConfig:
         if self.keep_recent_ratio >= self.trigger_ratio:
@@ -226,6 +241,23 @@ class ContextConfig(_Section):
     """Memory.md, daily notes, the Summarizer and daily consolidation."""
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     """Tools given to the agent."""
+
+    @field_validator("workspace")
+    @classmethod
+    def _workspace_is_a_path(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a folder (use '.' for the current folder)")
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        return value
+
+    @model_validator(mode="after")
+    def _summary_fits_the_window(self) -> ContextConfig:
+        if self.max_input_tokens is not None:
+            error = self.compaction.summary_budget_error(self.max_input_tokens)
+            if error:
+                raise ValueError(error)
+        return self
 
     @classmethod
     def from_file(cls, path: str | Path) -> ContextConfig:

@@ -28,7 +28,9 @@ EventType = Literal[
     "memory_written",
     "consolidated",
     "ttl_cleanup",
+    "save_failed",
     "warning",
+    "error",
 ]
 
 
@@ -122,6 +124,14 @@ class ContextStats:
 
 Listener = Callable[[ContextEvent], Awaitable[None] | None]
 
+_LEVELS = {
+    "context_overflow": logging.WARNING,
+    "compaction_failed": logging.WARNING,
+    "save_failed": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+
 
 class EventBus:
     """Delivers events to the stats, the logger and the subscribers."""
@@ -144,11 +154,7 @@ class EventBus:
         """Record, log and deliver one event. A failing listener is logged, never raised."""
         event = ContextEvent(type_, data)
         self.stats.record(event)
-        level = (
-            logging.WARNING
-            if type_ in ("context_overflow", "compaction_failed", "warning")
-            else logging.INFO
-        )
+        level = _LEVELS.get(type_, logging.INFO)
         logger.log(level, "%s", event.describe())
         for listener in list(self._listeners):
             try:

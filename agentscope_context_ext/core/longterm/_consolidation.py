@@ -2,7 +2,9 @@
 
 ``consolidate()`` gives an agent the current ``Memory.md`` and the daily notes since the last
 consolidation, with two tools: ``memory_read`` and ``memory_write`` (a full rewrite, refused
-above ``max_bytes``, backed up before it lands). The agent itself is the adapter's: a runner
+above ``max_bytes``, backed up before it lands). The agent takes its time; whatever the
+Summarizer, ``memory_append`` or another process writes to ``Memory.md`` meanwhile is merged
+into the rewrite under the lock (``LongTermMemory.write(based_on=...)``), never overwritten. The agent itself is the adapter's: a runner
 that takes a system prompt, a user message and plain tool functions returning text.
 """
 
@@ -83,10 +85,13 @@ async def consolidate(
         write_state(memory, last_run=now.isoformat())
         return ConsolidationResult("nothing_to_do", [])
     written: dict[str, Any] = {}
+    shown = {"text": memory.read()}
+    """The version the agent last saw: its rewrite is merged with what changed since."""
 
     async def memory_read() -> str:
         """Read the current Memory.md."""
-        return memory.read() or "Memory.md is empty."
+        shown["text"] = memory.read()
+        return shown["text"] or "Memory.md is empty."
 
     async def memory_write(content: str) -> str:
         """Replace Memory.md with the complete new version (the old one is backed up first).
@@ -103,16 +108,17 @@ async def consolidate(
                 "memory_write again"
             )
         try:
-            backup = memory.write(content)
+            backup = memory.write(content, based_on=shown["text"])
         except (MemoryInputError, OSError) as exc:
             return f"Error: {exc}"
+        shown["text"] = memory.read()  # a second rewrite builds on this one
         written.update(backup=str(backup) if backup else None, bytes=size)
         return "Memory.md rewritten."
 
     rendered = "\n\n".join(f"### Notes of {day}\n{text.strip()}" for day, text in notes.items())
     await run_agent(
         CONSOLIDATOR_PROMPT.format(max_bytes=max_bytes),
-        f"Current Memory.md:\n{memory.read().strip() or '(empty)'}\n\n"
+        f"Current Memory.md:\n{shown['text'].strip() or '(empty)'}\n\n"
         f"Daily notes since the last consolidation:\n{rendered}",
         [memory_read, memory_write],
     )

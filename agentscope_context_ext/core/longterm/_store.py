@@ -177,8 +177,14 @@ class LongTermMemory:
             )
         return True, "edited"
 
-    def write(self, content: str) -> Path | None:
+    def write(self, content: str, based_on: str | None = None) -> Path | None:
         """Replace the whole of ``Memory.md``, after backing up the current version.
+
+        A rewrite is made from a version read earlier (a consolidation reads, waits for a model,
+        then writes). With ``based_on`` (the text the rewrite was made from), what changed in
+        the file since is not lost: under the lock, lines added since go into their sections of
+        the new content (unless it already has an equivalent line), and lines removed since
+        (an edit) stay out of it.
 
         Returns:
             `Path | None`: The backup file (``None`` when there was nothing to back up).
@@ -187,6 +193,8 @@ class LongTermMemory:
             raise MemoryInputError(f"content must be a string, got {type(content).__name__}")
         content = content.encode("utf-8", errors="replace").decode("utf-8").replace("\x00", "")
         with file_lock(self._lock_path):
+            if based_on is not None:
+                content = merge_changes(content, based_on, self.read())
             backup = self._backup()
             atomic_write_text(self.path, content if content.endswith("\n") else content + "\n")
         return backup
@@ -265,6 +273,42 @@ def _parse_day(day: date | str) -> date:
         return date.fromisoformat(str(day).strip())
     except ValueError:
         raise MemoryInputError(f"date must look like YYYY-MM-DD, got {day!r}") from None
+
+
+def merge_changes(rewrite: str, base: str, current: str) -> str:
+    """``rewrite`` (made from ``base``) with what changed from ``base`` to ``current`` carried
+    over: item lines added since are inserted into their section, item lines removed since
+    are dropped. Lines compare by :func:`normalise`."""
+    if current == base:
+        return rewrite
+    base_keys = {normalise(line) for line in _items(base)}
+    current_keys = {normalise(line) for line in _items(current)}
+    removed = base_keys - current_keys
+    if removed:
+        rewrite = "\n".join(
+            line
+            for line in rewrite.split("\n")
+            if not (_is_item(line) and normalise(line) in removed)
+        )
+    present = {normalise(line) for line in _items(rewrite)}
+    section = "Facts"
+    for line in current.split("\n"):
+        if line.startswith("## "):
+            section = line[3:].strip() or "Facts"
+            continue
+        key = normalise(line)
+        if _is_item(line) and key not in base_keys and key not in present:
+            rewrite = _insert(rewrite, section, line.rstrip())
+            present.add(key)
+    return rewrite
+
+
+def _is_item(line: str) -> bool:
+    return bool(line.strip()) and not line.lstrip().startswith("#")
+
+
+def _items(content: str) -> list[str]:
+    return [line for line in content.split("\n") if _is_item(line)]
 
 
 def _insert(content: str, section: str, line: str) -> str:

@@ -6,6 +6,7 @@ from ._checker import ContextChecker, ContextCount, message_bound
 from ._compaction import SUMMARY_FILE, Compaction, cut_item
 from ._compactor import CallModel, CompactionResult, Compactor
 from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
+from ._faults import SaveFault, SaveFaults
 from ._pipeline import ContextPipeline, PipelineParts, PromptCount, build_pipeline
 from ._port import ContextPort, SavedText
 from ._slots import ResultChange, ResultSlot, TruncationOutcome, outcome_data
@@ -28,6 +29,8 @@ __all__ = [
     "ResultChange",
     "ResultSlot",
     "ResultTruncator",
+    "SaveFault",
+    "SaveFaults",
     "SavedText",
     "StageTwo",
     "TruncationOutcome",

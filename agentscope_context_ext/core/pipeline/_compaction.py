@@ -2,14 +2,16 @@
 
 Keep the newest messages that fit in ``keep_recent_ratio`` of the window at a pair-safe boundary,
 summarise the rest (with the previous summary) and move them to ``dialog/``. Order matters where
-data could be lost: the raw messages are written to ``dialog/`` (flushed and fsync'ed) before the
-summary is replaced, and removed from memory only after both; a dialog write that fails aborts
-the compaction and keeps every message in memory.
+data could be lost: the raw messages are written to ``dialog/`` (flushed and fsync'ed) first,
+then summarised, and removed from memory only after the summary is in place; a dialog write
+that fails aborts the compaction before the model is called and keeps every message in memory
+(a fault the pipeline reports, see ``SaveFaults``).
 
 No thrashing: after a compaction the prompt must sit below the trigger with a margin; if it does
 not, the kept tail's tool results are cut to stage two too; if it still cannot fit, a
 ``context_overflow`` event is emitted once per state and the call proceeds. After a failure,
-compaction is retried only once the prompt has grown by 5% of the window.
+compaction is retried only once the prompt has grown by 5% of the window, or at once when the
+prompt is over the window.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..workspace import DialogStore, ToolResultStore, atomic_write_text
 from ._checker import ContextChecker, ContextCount
 from ._compactor import Compactor
 from ._cut import CutItem, choose_cut, valid_boundaries
+from ._faults import SaveFaults
 from ._port import ContextPort
 from ._stage_two import StageTwo
 
@@ -63,6 +66,7 @@ class Compaction:
         bus (`EventBus`): Events.
         max_input_tokens (`int`): The window.
         notify (`Callable | None`): Prints a notice (console, Studio).
+        faults (`SaveFaults | None`): Where a failed dialog write is recorded (the pipeline's).
     """
 
     def __init__(
@@ -79,8 +83,10 @@ class Compaction:
         bus: EventBus,
         max_input_tokens: int,
         notify: Notify | None = None,
+        faults: SaveFaults | None = None,
     ) -> None:
         self.config = config
+        self.faults = faults if faults is not None else SaveFaults()
         self.port = port
         self.checker = checker
         self.count = count
@@ -121,6 +127,7 @@ class Compaction:
             not force
             and self._failed_at is not None
             and count.total < self._failed_at + RETRY_GROWTH_SHARE * window
+            and count.total <= window
         ):
             return await self.overflow_if_needed(count)
         ids = self.port.message_ids()
@@ -163,15 +170,14 @@ class Compaction:
             f"summarising {len(old)} older message(s), keeping the newest {kept}."
         )
         previous = self.port.summary
-        # The summary reads truncated outputs whole again: it must not lose what an excerpt cut.
-        views: Sequence[Message] = [self.port.view(m, self.results.read_text) for m in old]
-        result = await self.compactor.summarize(views, previous, extra_instruction)
         native = self.port.native(old)
-        # SaveDialog (SPEC 4.4): raw messages to disk first, durably ...
+        # SaveDialog (SPEC 4.4): raw messages to disk first, durably, before the model is called
+        # (a write that fails must not cost a summary) ...
         try:
             refs = self.dialog.append(native)
         except Exception as exc:  # noqa: BLE001 - compaction aborted, nothing is lost
             self._failed_at = count.total
+            self.faults.failed("dialog", "dialog", self.dialog.directory, exc)
             await self.bus.emit(
                 "compaction_failed",
                 reason="dialog write failed",
@@ -182,8 +188,25 @@ class Compaction:
                 f"[context] compaction aborted: cannot save the dialog ({exc}); messages kept."
             )
             return
+        self.faults.saved("dialog")
         await self.bus.emit("dialog_saved", messages=len(old), refs=[str(ref) for ref in refs])
-        # ... then the summary (the compactor carried the previous references over) ...
+        # ... then the summary, which reads truncated outputs whole again: it must not lose what
+        # an excerpt cut ...
+        views: Sequence[Message] = [self.port.view(m, self.results.read_text) for m in old]
+        try:
+            result = await self.compactor.summarize(views, previous, extra_instruction)
+        except Exception as exc:  # noqa: BLE001 - the compactor has its own fallback; keep all
+            # The messages stay in memory; their copy in dialog/ is written again (a duplicate,
+            # never a loss) by the next compaction.
+            self._failed_at = count.total
+            await self.bus.emit(
+                "compaction_failed",
+                reason="summary failed",
+                error=repr(exc)[:300],
+                tokens=count.total,
+            )
+            return
+        # (the compactor carried the previous references over) ...
         summary = result.summary.model_copy(
             update={"dialog_refs": merge_refs([*result.summary.dialog_refs, *refs])}
         )

@@ -7,6 +7,10 @@ Before each model call, in the design's order:
 1. **ToolCallResultCompact**: stage two (:class:`StageTwo`);
 2. **ContextChecker**: the prompt's tokens (:class:`ContextChecker`);
 3. **Compactor** and 4. **SaveDialog** above the trigger (:class:`Compaction`).
+
+A save that fails keeps the data in memory (:class:`SaveFaults`); it is reported once as a
+``save_failed`` event, and when the prompt would then exceed the window the call is refused with
+:class:`WorkspaceWriteError` (and an ``error`` event) rather than sent.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..config import ContextConfig
+from ..errors import WorkspaceWriteError
 from ..events import EventBus
 from ..tokens import TokenCounter
-from ..workspace import DialogStore, ToolResultStore
+from ..workspace import DialogStore, ToolResultStore, saved_paths
 from ._checker import ContextChecker, ContextCount
 from ._compaction import Compaction
 from ._compactor import CallModel, Compactor
+from ._faults import SaveFaults
 from ._port import ContextPort
 from ._slots import ResultChange, outcome_data
 from ._stage_two import StageTwo
@@ -93,6 +99,7 @@ class PipelineParts:
     tool_result_store: ToolResultStore
     bus: EventBus
     max_input_tokens: int
+    faults: SaveFaults
 
 
 class ContextPipeline:
@@ -114,7 +121,7 @@ class ContextPipeline:
     async def before_reasoning(self, sys_prompt: str, tools: list[dict] | None) -> ContextCount:
         """The whole pipeline, as run before a model call."""
         await self.run_stage_one()
-        await self._maybe_cleanup()
+        await self.cleanup(due_only=True)
         stage_two = self.parts.stage_two
         if stage_two.eager:
             await stage_two.run()
@@ -125,7 +132,49 @@ class ContextPipeline:
                 count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
         if self.config.compaction.enabled and count.total > self.trigger_tokens:
             count = await self.parts.compaction.run(sys_prompt, tools, count)
+        await self._report_faults()
+        if self.parts.faults.open and count.total > self.parts.max_input_tokens:
+            await self._refuse(sys_prompt, tools)
         return count
+
+    def _live_calls(self) -> set[str]:
+        port = self.port
+        return {
+            slot.call_id
+            for msg_id in port.result_message_ids()
+            for slot in port.result_slots(msg_id)
+        }
+
+    async def _report_faults(self) -> None:
+        for fault in self.parts.faults.unreported():
+            await self.bus.emit(
+                "save_failed", what=fault.what, key=fault.key, path=fault.path, error=fault.error
+            )
+
+    async def _refuse(self, sys_prompt: str, tools: list[dict] | None) -> None:
+        """The workspace refused writes and the prompt is over the window: raise, keep all."""
+        faults = self.parts.faults
+        faults.forget_unless(self._live_calls())  # only what still weighs on this prompt
+        count = await self.count(sys_prompt, tools)  # exact: never refuse on a bound
+        window = self.parts.max_input_tokens
+        if not faults.open or count.total <= window:
+            return
+        fault = faults.open[-1]
+        message = (
+            f"the prompt is {count.total:,} tokens, over the {window:,}-token window, because "
+            f"the workspace refused writes ({fault.path}: {fault.error}); nothing was sent and "
+            "every message is kept in memory. Free space or make the workspace writable, then "
+            "call the agent again."
+        )
+        await self.bus.emit(
+            "error",
+            reason="workspace write failed",
+            path=fault.path,
+            error=fault.error,
+            tokens=count.total,
+            max_input_tokens=window,
+        )
+        raise WorkspaceWriteError(message, fault.path, count.total, window)
 
     async def run_stage_one(self) -> None:
         """Stage one for every tool result that arrived since the last call."""
@@ -138,13 +187,19 @@ class ContextPipeline:
             changes: dict[str, ResultChange] = {}
             outcomes = []
             try:
+                retry = False
                 for slot in port.result_slots(msg_id):
                     change, outcome = truncator.stage_one(slot)
                     if change is not None:
                         changes[slot.call_id] = change
                     if outcome is not None:
                         outcomes.append(outcome)
+                    retry = retry or (
+                        slot.state.get("stage", 0) == 0 and "save_failed" in slot.state
+                    )
                 port.apply(msg_id, changes)
+                if retry:  # a save failed: the result stays whole, saved again next step
+                    port.requeue(msg_id)
             except Exception as exc:  # noqa: BLE001 - keep the result whole, retry next step
                 port.requeue(msg_id)
                 await self.bus.emit("warning", where="stage_one", error=repr(exc)[:300])
@@ -170,14 +225,35 @@ class ContextPipeline:
         """Compare the provider's count of a prompt with ours (SPEC 5.1)."""
         self.count.record_usage(provider_input_tokens, ours)
 
-    async def _maybe_cleanup(self) -> None:
+    def referenced_results(self) -> set[str]:
+        """Saved results that live messages or the summary still name (never expired)."""
+        port = self.port
+        paths: set[str] = set()
+        for msg_id in port.result_message_ids():
+            for slot in port.result_slots(msg_id):
+                if slot.state.get("path"):
+                    paths.add(str(slot.state["path"]))
+                paths |= saved_paths(slot.text or "")  # media copies are named in the text
+        if port.summary is not None:
+            paths |= saved_paths(port.summary.render())
+        return paths
+
+    async def cleanup(self, due_only: bool = False) -> list[str]:
+        """The TTL cleanup of saved results, keeping what the context still names
+        (:meth:`referenced_results`); with ``due_only``, only if an hour has passed since the
+        last one. Returns the deleted paths; a failure is a ``warning``, never raised."""
+        store = self.parts.tool_result_store
         try:
-            removed = self.parts.tool_result_store.maybe_cleanup()
+            if due_only:
+                removed = store.maybe_cleanup(self.referenced_results) or []
+            else:
+                removed = store.cleanup(keep=self.referenced_results())
         except Exception as exc:  # noqa: BLE001 - cleanup must never break a step
             await self.bus.emit("warning", where="ttl_cleanup", error=repr(exc)[:300])
-            return
+            return []
         if removed:
             await self.bus.emit("ttl_cleanup", removed=len(removed))
+        return removed
 
 
 def build_pipeline(
@@ -210,12 +286,14 @@ def build_pipeline(
         read_file_name (`str`): The name of this package's ``read_file`` tool.
     """
     share_tokens = int(config.truncation.max_window_share * max_input_tokens)
+    faults = SaveFaults()
     truncator = ResultTruncator(
         config.truncation,
         tool_result_store,
         counter,
         max_result_tokens=share_tokens,
         read_file_name=read_file_name,
+        faults=faults,
     )
     checker = ContextChecker(counter)
     count = PromptCount(config, checker, port, bus)
@@ -240,6 +318,7 @@ def build_pipeline(
         bus,
         max_input_tokens,
         notify,
+        faults=faults,
     )
     parts = PipelineParts(
         config,
@@ -254,5 +333,6 @@ def build_pipeline(
         tool_result_store,
         bus,
         max_input_tokens,
+        faults,
     )
     return ContextPipeline(parts)

@@ -95,6 +95,8 @@ class StageTwo:
                 failed.add(msg_id)
                 await self.bus.emit("warning", where="stage_two", error=repr(exc)[:300])
                 continue
+            if self.truncator.needs_stage_two(slot):
+                failed.add(msg_id)  # a save failed: the result stays as it is, tried again later
             if change is not None:
                 changes.setdefault(msg_id, {})[slot.call_id] = change
             if outcome is not None:

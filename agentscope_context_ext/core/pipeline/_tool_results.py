@@ -35,6 +35,7 @@ from ..truncation import (
 )
 from ..truncation import truncate_text_output as retruncate
 from ..workspace import ToolResultStore
+from ._faults import SaveFaults
 from ._slots import ResultChange, ResultSlot, TruncationOutcome
 
 __all__ = ["ResultTruncator"]
@@ -56,6 +57,7 @@ class ResultTruncator:
         counter (`TokenCounter`): Measures the window share.
         max_result_tokens (`int`): Token cap of one result (the window share).
         read_file_name (`str`): Name of this package's ``read_file`` tool.
+        faults (`SaveFaults | None`): Where failed saves are recorded (the pipeline's).
     """
 
     def __init__(
@@ -65,9 +67,11 @@ class ResultTruncator:
         counter: TokenCounter,
         max_result_tokens: int,
         read_file_name: str = "read_file",
+        faults: SaveFaults | None = None,
     ) -> None:
         self.config = config
         self.store = store
+        self.faults = faults if faults is not None else SaveFaults()
         self.counter = counter
         self.max_result_tokens = max(64, max_result_tokens)
         self.read_file_name = read_file_name
@@ -98,12 +102,10 @@ class ResultTruncator:
             return self._stage_one_read(slot, text, source, limit, size)
         if size <= limit and self._tokens_fit(text, size):
             return None, None
-        try:
-            path = self.store.save(text)
-        except OSError as exc:
-            # Never lose the result: it stays whole in memory, and we say so.
-            logger.warning("cannot save tool result %s (%s); keeping it whole", slot.call_id, exc)
-            state["save_failed"] = str(exc)
+        path = self._save(slot, text)
+        if path is None:
+            # Never lose the result: it stays whole in memory and is tried again next step.
+            state["stage"] = 0
             return None, None
         state.update(path=path, bytes=size)
         cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
@@ -145,10 +147,13 @@ class ResultTruncator:
         source = _source_path(slot.tool_input)
         markdown = state["markdown"] if "markdown" in state else self.config.is_markdown(source)
         limit = self.config.markdown_second_max_bytes if markdown else self.config.second_max_bytes
-        media, replaced = self._replace_media(slot.media)
+        media, replaced = self._replace_media(slot)
+        # A media block that could not be saved is kept, and the result looked at again later.
+        done = 1 if any(isinstance(item, Media) for item in media) else 2
         text = slot.text
         if text is None:
-            state["stage"] = 2
+            if done == 2:
+                state["stage"] = 2
             if replaced:
                 change = ResultChange("", media)
                 return change, TruncationOutcome(
@@ -171,17 +176,16 @@ class ResultTruncator:
                 start_byte=int(state.get("start_byte", 0)),
             )
         elif size > limit:
-            try:
-                path = self.store.save(text)
-            except OSError as exc:
-                logger.warning("cannot save tool result %s (%s); not cutting it", slot.call_id, exc)
-                return None, None
+            path = self._save(slot, text)
+            if path is None:
+                return None, None  # not cut; stage two looks at it again later
             offloaded = size
             state["path"] = path
             new_text = truncate_fresh(text, max_bytes=limit, file_path=path)
         else:
             new_text = text
-        state["stage"] = 2
+        if done == 2:
+            state["stage"] = 2
         if new_text == text and not replaced:
             return None, None
         return self._change(slot, new_text, media, 2, path, size, offloaded, replaced)
@@ -198,6 +202,19 @@ class ResultTruncator:
         return gain
 
     # ------------------------------------------------------------------ internals
+
+    def _save(self, slot: ResultSlot, text: str) -> str | None:
+        """Save ``text`` whole; ``None`` (and a recorded fault) when the workspace refuses."""
+        try:
+            path = self.store.save(text)
+        except Exception as exc:  # noqa: BLE001 - any failure to save keeps the text whole
+            logger.warning("cannot save tool result %s (%s); keeping it whole", slot.call_id, exc)
+            slot.state["save_failed"] = str(exc)[:300]
+            self.faults.failed("tool_result", slot.call_id, self.store.directory, exc)
+            return None
+        slot.state.pop("save_failed", None)
+        self.faults.saved(slot.call_id)
+        return path
 
     def _change(
         self,
@@ -255,26 +272,41 @@ class ResultTruncator:
             text = retruncate(text, max_bytes=target)
         return text
 
-    def _replace_media(self, media: tuple[Media, ...]) -> tuple[tuple[Media | str, ...], int]:
-        return tuple(self._placeholder(m) for m in media), len(media)
+    def _replace_media(self, slot: ResultSlot) -> tuple[tuple[Media | str, ...], int]:
+        """Each media block as a placeholder naming its saved copy; a block that cannot be
+        saved stays as it is (nothing leaves the context before it is on disk)."""
+        replaced = tuple(
+            self._placeholder(media, f"{slot.call_id}#media{index}")
+            for index, media in enumerate(slot.media)
+        )
+        return replaced, sum(1 for item in replaced if isinstance(item, str))
 
-    def _placeholder(self, media: Media) -> str:
-        if media.data is not None:
-            data = media.data.split(",", 1)[1] if media.data.startswith("data:") else media.data
-            media_type = media.media_type or "application/octet-stream"
+    def _placeholder(self, media: Media, key: str) -> Media | str:
+        if media.data is None:
+            return f"[{media.kind} removed from the context to save tokens; source: {media.url}]"
+        data = media.data.split(",", 1)[1] if media.data.startswith("data:") else media.data
+        media_type = media.media_type or "application/octet-stream"
+        try:
             try:
-                raw = base64.b64decode(data, validate=False)
-                path = self.store.save_media(raw, media_type)
-            except (binascii.Error, ValueError, OSError) as exc:
-                logger.warning("cannot save an old %s block (%s); dropping it", media.kind, exc)
+                raw = base64.b64decode("".join(data.split()), validate=True)
+            except (binascii.Error, ValueError):
+                # Not base64 after all: keep exactly what the block held, as text.
+                path = self.store.save(media.data)
+                self.faults.saved(key)
                 return (
-                    f"[{media.kind} ({media_type}) removed from the context; it could not be saved]"
+                    f"[{media.kind} ({media_type}) removed from the context; its data was not "
+                    f"valid base64 and is saved as text: {path}]"
                 )
-            return (
-                f"[{media.kind} ({media_type}, {len(raw)} bytes) removed from the context to "
-                f"save tokens; saved copy: {path}]"
-            )
-        return f"[{media.kind} removed from the context to save tokens; source: {media.url}]"
+            path = self.store.save_media(raw, media_type)
+        except OSError as exc:
+            logger.warning("cannot save an old %s block (%s); keeping it", media.kind, exc)
+            self.faults.failed("tool_result", key, self.store.directory, exc)
+            return media
+        self.faults.saved(key)
+        return (
+            f"[{media.kind} ({media_type}, {len(raw)} bytes) removed from the context to "
+            f"save tokens; saved copy: {path}]"
+        )
 
 
 def _source_path(tool_input: Mapping[str, Any]) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 from ..messages import Message
 from ..rendering import render_message
 from ..workspace import DialogStore
+from ._reader import whole_number
 
 __all__ = ["make_dialog_tools"]
 
@@ -47,8 +48,10 @@ def make_dialog_tools(
                 How many messages to return (at most 200).
         """
         try:
-            limit = max(1, min(int(limit), _MAX_LIMIT))
-            start = None if start_line is None else int(start_line)
+            if date is not None and not isinstance(date, str):
+                raise ValueError(f"date must be a string like 2026-12-03, got {date!r}")
+            limit = max(1, min(whole_number(limit, "limit"), _MAX_LIMIT))
+            start = None if start_line is None else whole_number(start_line, "start_line")
             file, records = store.read(date, start, limit)
         except (TypeError, ValueError) as exc:
             return f"Error: {exc}"
@@ -79,7 +82,7 @@ def make_dialog_tools(
                 How many messages to return (at most 200).
         """
         try:
-            found = store.search(str(query), max(1, min(int(limit), _MAX_LIMIT)))
+            found = store.search(str(query), max(1, min(whole_number(limit, "limit"), _MAX_LIMIT)))
         except (TypeError, ValueError) as exc:
             return f"Error: {exc}"
         if not found:

@@ -10,6 +10,7 @@ bad range) is a one-line error string the agent can read, never an exception.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,13 @@ from ..config import TruncationConfig
 from ..truncation import TruncationNotice, attach_notice, truncate_fresh
 from ..workspace import is_within
 
-__all__ = ["FileReader", "ReadFileError", "resolve_allowed_roots"]
+__all__ = ["FileReader", "ReadFileError", "resolve_allowed_roots", "whole_number"]
 
 _SCAN_CHUNK = 1 << 20
 _BINARY_SNIFF_BYTES = 8192
+
+
+_SAVED_RESULT_RE = re.compile(r"(?:^|/)tool_result/[0-9a-f]{32}\.\w+$")
 
 
 class ReadFileError(ValueError):
@@ -93,6 +97,12 @@ class FileReader:
                 f"{file_path} is outside the directories read_file may read ({roots})",
             )
         if not os.path.exists(candidate):
+            if _SAVED_RESULT_RE.search(file_path.replace("\\", "/")):
+                raise ReadFileError(
+                    f"{file_path} has expired: saved tool results are deleted after the "
+                    "workspace's ttl_days once no live message or summary names them; the excerpt "
+                    "you have is what remains"
+                )
             raise ReadFileError(f"file not found: {file_path}")
         if os.path.isdir(candidate):
             raise ReadFileError(f"{file_path} is a directory, not a file")
@@ -184,13 +194,26 @@ class FileReader:
         return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
 
 
+def whole_number(value: Any, name: str) -> int:
+    """``value`` as an int: ints, integral floats (``3.0``) and digit strings (``"3"``); anything
+    else (``1.7``, ``inf``, ``nan``, ``True``, ``"x"``) is a :class:`ReadFileError` naming it."""
+    if isinstance(value, bool):
+        raise ReadFileError(f"{name} must be a whole number, got {value!r}")
+    if isinstance(value, float):
+        if not value.is_integer():  # also inf and nan
+            raise ReadFileError(f"{name} must be a whole number, got {value!r}")
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value.strip())
+    raise ReadFileError(f"{name} must be a whole number, got {value!r}")
+
+
 def _check_range(start_line: Any, end_line: Any, start_byte: Any) -> tuple[int, int | None, int]:
-    try:
-        start_line = int(start_line)
-        end_line = None if end_line is None else int(end_line)
-        start_byte = int(start_byte or 0)
-    except (TypeError, ValueError):
-        raise ReadFileError("start_line, end_line and start_byte must be integers") from None
+    start_line = whole_number(start_line, "start_line")
+    end_line = None if end_line is None else whole_number(end_line, "end_line")
+    start_byte = whole_number(start_byte or 0, "start_byte")
     if start_line < 1:
         raise ReadFileError(f"start_line must be at least 1, got {start_line}")
     if end_line is not None and end_line < start_line:

@@ -2,11 +2,19 @@
 
 from ._dialog_records import DialogRecord, DialogRef, DictCodec, RecordCodec, dialog_date
 from ._dialog_store import DIALOG_DIRNAME, DialogStore
-from ._files import atomic_write_bytes, atomic_write_text, ensure_directory, file_lock, is_within
+from ._files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    check_writable,
+    ensure_directory,
+    file_lock,
+    is_within,
+)
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,
     TOOL_RESULT_DIRNAME,
     ToolResultStore,
+    saved_paths,
 )
 
 __all__ = [
@@ -21,8 +29,10 @@ __all__ = [
     "ToolResultStore",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_writable",
     "dialog_date",
     "ensure_directory",
     "file_lock",
     "is_within",
+    "saved_paths",
 ]

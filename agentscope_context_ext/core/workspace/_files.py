@@ -108,6 +108,35 @@ def ensure_directory(path: str | os.PathLike[str]) -> Path:
     return path
 
 
+def check_writable(path: str | os.PathLike[str], subfolders: tuple[str, ...] = ()) -> Path:
+    """Create ``path`` and its ``subfolders`` and prove each can take a file (write, fsync,
+    delete a probe), so that an unusable workspace is one clear error at start, not a lost save
+    at the first large tool result.
+
+    Raises:
+        `WorkspaceError`: Naming the folder that cannot be written and why.
+    """
+    root = ensure_directory(path)
+    for folder in (root, *(root / name for name in subfolders)):
+        ensure_directory(folder)
+        probe = folder / f".write-check-{os.getpid()}"
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, b"ok")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+            raise WorkspaceError(
+                f"the workspace folder {folder} is not writable: {exc.strerror or exc}"
+            ) from None
+    return root
+
+
 def is_within(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
     """Whether the real path of ``path`` is ``root`` or inside it (symlinks resolved)."""
     real_path = os.path.realpath(path)

@@ -4,6 +4,8 @@ The store writes each file atomically before the truncated excerpt replaces the 
 memory, so a notice never points at a file that does not exist. Files live ``ttl_days``; the
 cleanup deletes only what this store could have written (regular files named like ours inside
 ``tool_result/``), never follows a symlink, and runs at start and at most once an hour after.
+Files that a live message or the summary still names are kept whatever their age (the caller
+passes them as ``keep``); what only a saved dialog line names expires, and ``read_file`` says so.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..truncation import encode_text
@@ -43,6 +45,14 @@ SUMMARY_READ_BYTES = 512 * 1024
 name what it is about; the rest stays reachable through ``read_file``)."""
 CLEANUP_INTERVAL_SECONDS = 3600.0
 """The running cleanup happens at most this often."""
+_SAVED_PATH_RE = re.compile(
+    TOOL_RESULT_DIRNAME + r"/[0-9a-f]{32}\.(?:txt|" + "|".join(MEDIA_SUFFIXES) + r")\b"
+)
+
+
+def saved_paths(text: str) -> set[str]:
+    """The saved-result paths (``tool_result/<hash>.<ext>``) that ``text`` names."""
+    return set(_SAVED_PATH_RE.findall(text)) if TOOL_RESULT_DIRNAME in text else set()
 
 
 class ToolResultStore:
@@ -124,8 +134,9 @@ class ToolResultStore:
         head, _, name = relative_path.replace("\\", "/").rpartition("/")
         return head == TOOL_RESULT_DIRNAME and bool(_NAME_RE.match(name))
 
-    def cleanup(self, ttl_days: float | None = None) -> list[str]:
-        """Delete saved results older than ``ttl_days`` (default: the store's).
+    def cleanup(self, ttl_days: float | None = None, keep: Iterable[str] = ()) -> list[str]:
+        """Delete saved results older than ``ttl_days`` (default: the store's), except ``keep``
+        (workspace-relative paths still named by live messages or the summary).
 
         Only regular files whose name is ``<32 hex>.txt`` (or a media suffix) directly inside ``tool_result/`` are
         considered; symlinks, directories and foreign names are left alone, and nothing is
@@ -141,6 +152,7 @@ class ToolResultStore:
         self._last_cleanup = now
         cutoff = now - ttl * 86400.0
         removed: list[str] = []
+        kept = {path.replace("\\", "/") for path in keep}
         try:
             entries = list(os.scandir(self.directory))
         except FileNotFoundError:
@@ -149,7 +161,7 @@ class ToolResultStore:
             logger.warning("TTL cleanup cannot list %s: %s", self.directory, exc)
             return removed
         for entry in entries:
-            if not _NAME_RE.match(entry.name):
+            if not _NAME_RE.match(entry.name) or f"{TOOL_RESULT_DIRNAME}/{entry.name}" in kept:
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -167,8 +179,9 @@ class ToolResultStore:
             removed.append(f"{TOOL_RESULT_DIRNAME}/{entry.name}")
         return removed
 
-    def maybe_cleanup(self) -> list[str] | None:
-        """Run :meth:`cleanup` if it never ran or last ran over an hour ago.
+    def maybe_cleanup(self, keep: Callable[[], Iterable[str]] = tuple) -> list[str] | None:
+        """Run :meth:`cleanup` if it never ran or last ran over an hour ago; ``keep()`` is
+        asked only then.
 
         Returns:
             `list[str] | None`: The deleted paths, or ``None`` when it was not due.
@@ -176,4 +189,4 @@ class ToolResultStore:
         now = self._clock()
         if self._last_cleanup is not None and now - self._last_cleanup < CLEANUP_INTERVAL_SECONDS:
             return None
-        return self.cleanup()
+        return self.cleanup(keep=keep())
