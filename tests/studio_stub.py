@@ -60,56 +60,60 @@ def start_stub() -> tuple[str, dict]:
 
 def main() -> None:
     import agentscope
-    from agentscope.agent import ReActAgent
     from agentscope.formatter import DashScopeChatFormatter
-    from agentscope.message import Msg, TextBlock
-    from agentscope.tool import Toolkit, ToolResponse
+    from agentscope.message import Msg
 
     from agentscope_context_ext import enable_context_management
-    from agentscope_context_ext.testing import ScriptedChatModel, reply, tool_call
+
+    from agent_harness import is_background_call, make_agent, scripted_session, session_plan
 
     url, received = start_stub()
     agentscope.init(project="context-ext-test", name="studio-run", studio_url=url)
-
-    async def page(n: int) -> ToolResponse:
-        """Return a page.
-
-        Args:
-            n (int): Page number.
-        """
-        return ToolResponse(content=[TextBlock(type="text", text=f"page {n} line\n" * 600)])
-
-    toolkit = Toolkit()
-    toolkit.register_tool_function(page)
-    script = [reply(f"page {n}", tool_call("page", n=n)) for n in range(14)] + ["done"]
-    agent = ReActAgent(
-        name="reader",
-        sys_prompt="Read pages.",
-        model=ScriptedChatModel(script),
-        formatter=DashScopeChatFormatter(),
-        toolkit=toolkit,
-        max_iters=40,
-    )
-    agent.set_console_output_enabled(False)
+    # Results of 30-200 KB, a 16k window: truncation, stage two, compactions and, on each
+    # compaction, a Summarizer run in the background.
+    plan = session_plan(total_calls=14, sizes_kb=[30, 200, 60, 90])
+    model = scripted_session(plan)
+    agent = make_agent(model, DashScopeChatFormatter())
+    agent.name = "reader"
     manager = enable_context_management(
         agent,
         {
             "workspace": tempfile.mkdtemp(),
-            "max_input_tokens": 8192,
-            "compaction": {"model": "extractive"},
-            "long_term_memory": {"enabled": False},
+            "max_input_tokens": 16384,
+            "long_term_memory": {"consolidation_time": "off"},
         },
     )
-    asyncio.run(agent(Msg("user", "read the pages", "user")))
+
+    async def run() -> None:
+        await agent(Msg("user", "read the documents", "user"))
+        await manager.drain()  # the Summarizer's runs are over
+
+    asyncio.run(run())
     json.dump(
         {
             **received,
             "compactions": manager.stats.compactions,
+            "truncations": manager.stats.truncations,
+            "summarizer_calls": sum(map(is_background_call, model.calls)),
+            "first_max_bytes": manager.config.truncation.first_max_bytes,
             "memory_names": sorted({m.name for m in agent.memory.messages}),
         },
         sys.stdout,
     )
 
 
+def main_cli(argv: list[str]) -> None:
+    """``studio_stub.py cli COMMAND ...``: run the command with ``--studio-url`` of the stub."""
+    from agentscope_context_ext.cli import main as cli_main
+
+    url, received = start_stub()
+    code = cli_main([*argv, "--studio-url", url, "--project", "cli-test"])
+    sys.stdout.flush()
+    print("\n" + json.dumps({**received, "exit_code": code}))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["cli"]:
+        main_cli(sys.argv[2:])
+    else:
+        main()

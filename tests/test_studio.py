@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 STUB = Path(__file__).with_name("studio_stub.py")
+CLI = "import sys; from agentscope_context_ext.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def test_compaction_notices_arrive_in_studio() -> None:
@@ -28,3 +29,95 @@ def test_compaction_notices_arrive_in_studio() -> None:
     assert any("compacted:" in m["content"] and "->" in m["content"] for m in notices)
     assert any(m["name"] == "reader" for m in pushed), "the agent's own messages arrive too"
     assert "context" not in received["memory_names"], "notices are never stored in memory"
+    # Studio shows what the model saw: every large result as its excerpt with the notice.
+    results = [_result_text(m) for m in pushed if _is_tool_result(m)]
+    assert received["truncations"] >= 4
+    assert sum("<<<TRUNCATED>>>" in text for text in results) >= received["truncations"]
+    limit = received["first_max_bytes"]
+    assert max(len(text.encode()) for text in results) <= limit + 1024, "within stage one"
+    # The background Summarizer ran, and none of its messages reached the run.
+    assert received["summarizer_calls"] >= 1
+    assert not [m for m in pushed if m["name"] in ("summarizer", "consolidator")]
+
+
+def _cli(*argv: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(STUB), "cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_demo_with_studio_url_is_a_run_in_studio(tmp_path: Path) -> None:
+    received = _cli("demo", "--out", str(tmp_path / "demo"))
+    assert received["exit_code"] == 0
+    assert [run["project"] for run in received["runs"]] == ["cli-test"]
+    pushed = [m["msg"] for m in received["messages"]]
+    results = [_result_text(m) for m in pushed if _is_tool_result(m)]
+    assert any("<<<TRUNCATED>>>" in text for text in results), "Studio shows the excerpts"
+    assert any(m["name"] == "context" and "compacted:" in m["content"] for m in pushed)
+
+
+def test_replay_with_studio_url_shows_the_replayed_messages(tmp_path: Path) -> None:
+    big = "".join(f"{i:06d} a line of a long log\n" for i in range(8000))
+    transcript = tmp_path / "t.json"
+    transcript.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "look at the log"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "cat", "arguments": '{"path": "log"}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": big},
+                {"role": "assistant", "content": "The log is long."},
+            ]
+        )
+    )
+    received = _cli("replay", str(transcript), "--out", str(tmp_path / "replay"))
+    assert received["exit_code"] == 0
+    pushed = [m["msg"] for m in received["messages"]]
+    results = [_result_text(m) for m in pushed if _is_tool_result(m)]
+    assert len(results) == 1 and "<<<TRUNCATED>>>" in results[0]
+    assert any(m["role"] == "assistant" and "log is long" in str(m["content"]) for m in pushed)
+
+
+def test_an_unreachable_or_bad_studio_url_is_one_line(tmp_path: Path) -> None:
+    for url, fragment in (
+        ("http://127.0.0.1:9", "cannot reach AgentScope Studio at http://127.0.0.1:9"),
+        ("ftp://studio", "expected http://HOST:PORT"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", CLI, "demo", "--studio-url", url],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2, done.stderr
+        assert fragment in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def _is_tool_result(msg: dict) -> bool:
+    content = msg["content"]
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+def _result_text(msg: dict) -> str:
+    output = next(b for b in msg["content"] if b.get("type") == "tool_result")["output"]
+    if isinstance(output, str):
+        return output
+    return "".join(b.get("text", "") for b in output if isinstance(b, dict))

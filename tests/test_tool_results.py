@@ -278,3 +278,106 @@ async def test_images_are_counted_by_media_cost_and_replaced_when_old(workspace:
     assert saved.suffix == ".png" and saved.stat().st_size == len(
         __import__("base64").b64decode(image_b64)
     )
+
+
+# ------------------------------------------------- stage one inside the tool call (issue 17)
+
+
+async def dump(n: int) -> ToolResponse:
+    """Dump a large document.
+
+    Args:
+        n (int): Which document.
+    """
+    return ToolResponse(content=[TextBlock(type="text", text=make_text(120 * 1024, seed=n))])
+
+
+async def stream_dump(n: int):
+    """Dump a large document in pieces, as a streaming tool does (each piece accumulated).
+
+    Args:
+        n (int): Which document.
+    """
+    text = ""
+    for piece in range(4):
+        text += make_text(40 * 1024, seed=n * 10 + piece)
+        yield ToolResponse(
+            content=[TextBlock(type="text", text=text)], stream=True, is_last=piece == 3
+        )
+
+
+def _dumping_agent(toolkit: Toolkit, name: str, tool: str = "dump", rounds: int = 1) -> ReActAgent:
+    script: list = []
+    for round_ in range(rounds):
+        script += [reply("dumping", tool_call(tool, f"{name}-{round_}", n=1)), "done"]
+    agent = ReActAgent(
+        name=name,
+        sys_prompt="Dump documents.",
+        model=ScriptedChatModel(script),
+        formatter=DashScopeChatFormatter(),
+        toolkit=toolkit,
+    )
+    agent.set_console_output_enabled(False)
+    return agent
+
+
+def _printed_results(agent: ReActAgent) -> list[str]:
+    printed: list[str] = []
+
+    def record(_agent, kwargs):  # what the console and Studio receive
+        msg = kwargs["msg"]
+        if tool_ids(msg, "tool_result"):
+            printed.append(result_text(msg))
+
+    agent.register_instance_hook("pre_print", "test-record", record)
+    return printed
+
+
+async def test_results_are_cut_before_they_are_printed(workspace: Path) -> None:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(dump)
+    agent = _dumping_agent(toolkit, "a")
+    printed = _printed_results(agent)
+    manager = enable_context_management(agent, {"workspace": str(workspace)})
+    await agent(Msg("user", "dump", "user"))
+    stored = next(m for m in agent.memory.messages if tool_ids(m, "tool_result"))
+    assert printed == [result_text(stored)], "printed exactly what the model sees"
+    _, notice = split_notice(printed[0])
+    assert (workspace / notice.file_path).read_text() == make_text(120 * 1024, seed=1)
+    assert manager.stats.truncations == 1, "cut once, not again when stored"
+    assert len(list((workspace / "tool_result").iterdir())) == 1
+
+
+async def test_a_streaming_tool_is_cut_as_it_streams(workspace: Path) -> None:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(stream_dump)
+    agent = _dumping_agent(toolkit, "a", tool="stream_dump")
+    printed = _printed_results(agent)
+    enable_context_management(agent, {"workspace": str(workspace)})
+    await agent(Msg("user", "dump", "user"))
+    assert len(printed) == 4 and all(len(text.encode()) <= 60 * 1024 for text in printed)
+    stored = next(m for m in agent.memory.messages if tool_ids(m, "tool_result"))
+    assert result_text(stored) == printed[-1]
+    _, notice = split_notice(printed[-1])
+    full = "".join(make_text(40 * 1024, seed=10 + piece) for piece in range(4))
+    assert (workspace / notice.file_path).read_text() == full, "the whole final output"
+
+
+async def test_a_shared_toolkit_cuts_only_the_managed_agents_calls(workspace: Path) -> None:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(dump)
+    managed = _dumping_agent(toolkit, "managed", rounds=2)
+    plain = _dumping_agent(toolkit, "plain")
+    printed_plain = _printed_results(plain)
+    printed_managed = _printed_results(managed)
+    manager = enable_context_management(managed, {"workspace": str(workspace)})
+    await plain(Msg("user", "dump", "user"))
+    assert printed_plain == [make_text(120 * 1024, seed=1)], "another agent's call is untouched"
+    await managed(Msg("user", "dump", "user"))
+    assert manager.stats.truncations == 1
+
+    assert "<<<TRUNCATED>>>" in printed_managed[0]
+
+    manager.detach()
+    await managed(Msg("user", "dump again", "user"))
+    assert printed_managed[1] == make_text(120 * 1024, seed=1), "detached: nothing is cut"

@@ -58,6 +58,24 @@ class Attachment:
             f"{hook_type} hook {name!r}", lambda: self.agent.remove_instance_hook(hook_type, name)
         )
 
+    def register_toolkit_middleware(self, middleware: Any) -> bool:
+        """``toolkit.register_middleware`` (AgentScope >= 1.0.21; returns whether it could).
+        AgentScope has no call to remove one, so the undo takes it out of the toolkit's list
+        and also switches it off (``middleware.active``), in case the list is not where it was."""
+        toolkit = self.agent.toolkit
+        if not hasattr(toolkit, "register_middleware"):
+            return False
+        toolkit.register_middleware(middleware)
+
+        def undo() -> None:
+            middleware.active = False
+            registered = getattr(toolkit, "_middlewares", None)
+            if isinstance(registered, list) and middleware in registered:
+                registered.remove(middleware)
+
+        self._record("toolkit middleware (stage one)", undo)
+        return True
+
     def register_tool(self, tool: Callable) -> bool:
         """Register a tool function unless the agent already has one of that name (returns
         whether it was registered); undone with ``remove_tool_function``."""

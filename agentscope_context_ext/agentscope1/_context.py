@@ -104,6 +104,22 @@ class AgentScopeContext:
             )
         return slots
 
+    def output_slot(self, call_id: str, tool: str, output: Any, tool_input: Any) -> ResultSlot:
+        """A result that is not in a message yet (a tool's output as it comes out)."""
+        return ResultSlot(
+            call_id=call_id,
+            tool=tool,
+            text=output_text(output) if _has_text(output) else None,
+            media=media_of(output),
+            tool_input=dict(tool_input) if isinstance(tool_input, dict) else {},
+            state={},
+        )
+
+    @staticmethod
+    def changed_output(output: Any, change: ResultChange) -> Any:
+        """``output`` with ``change`` written into it, as :meth:`apply` writes it."""
+        return _rebuild(output, ResultChange(_valid_text(change.text), change.media))
+
     def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
         msg = self._get(msg_id)
         edited = False
@@ -111,8 +127,7 @@ class AgentScopeContext:
             change = changes.get(str(block.get("id")))
             output = block.get("output")
             if change is not None:
-                sendable = ResultChange(_valid_text(change.text), change.media)
-                block["output"] = _rebuild(output, sendable)
+                block["output"] = self.changed_output(output, change)
                 edited = True
             elif not _is_clean(output):
                 # Outputs of any shape (non-text items, bare strings in a list) become what

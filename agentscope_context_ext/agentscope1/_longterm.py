@@ -9,10 +9,11 @@ would end up in every ``JSONSession``.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from agentscope.agent import ReActAgent
 from agentscope.formatter import FormatterBase
@@ -45,17 +46,31 @@ logger = logging.getLogger("agentscope_context_ext")
 Emit = Callable[..., Awaitable[Any]]
 
 
+class BackgroundAgent(ReActAgent):
+    """A ``ReActAgent`` whose messages stay out of the user's run: console output off, and
+    nothing forwarded to AgentScope Studio.
+
+    Studio forwarding is a class ``pre_print`` hook that ``agentscope.init(studio_url=...)``
+    registers on ``AgentBase``; AgentScope looks class hooks up on the agent's own class, so
+    this class keeps print hooks of its own (none). Its model calls still appear in Studio's
+    traces, as every model call does.
+    """
+
+    _class_pre_print_hooks: ClassVar[OrderedDict] = OrderedDict()
+    _class_post_print_hooks: ClassVar[OrderedDict] = OrderedDict()
+
+
 def agent_runner(
     model: ChatModelBase, formatter: FormatterBase, name: str, max_iters: int = 8
 ) -> AgentRunner:
-    """Runs a background ``ReActAgent`` with the given tools and nothing else, in a memory of
-    its own, with console output off; returns its final answer."""
+    """Runs a :class:`BackgroundAgent` with the given tools and nothing else, in a memory of
+    its own; returns its final answer."""
 
     async def run(system_prompt: str, prompt: str, tools: Sequence[Callable]) -> str:
         toolkit = Toolkit()
         for tool in tools:
             toolkit.register_tool_function(as_tool(tool))
-        agent = ReActAgent(
+        agent = BackgroundAgent(
             name=name,
             sys_prompt=system_prompt,
             model=model,

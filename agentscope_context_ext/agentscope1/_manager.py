@@ -47,6 +47,7 @@ from ._hooks import PipelineHooks
 from ._longterm import LongTermMemoryService
 from ._model import model_call, named_model
 from ._tokens import get_token_counter
+from ._tool_middleware import StageOneMiddleware
 from ._tools import make_dialog_tools, make_read_file_tool
 from ._usage import UsageTap
 
@@ -175,6 +176,11 @@ class ContextManager:
         if self.long_term_service is not None:
             for tool in self.long_term_service.agent_tools():
                 attachment.register_tool(tool)
+        # The post-tool hook: inside the tool call, so the console and Studio see the cut too;
+        # post_acting catches what did not pass through the toolkit's middleware.
+        attachment.register_toolkit_middleware(
+            StageOneMiddleware(self.pipeline, self.port, self.memory)
+        )
         attachment.register_hook("post_acting", HOOK_NAME, self.hooks.post_acting)
         if config.compaction.hook_point == "pre_reply":
             attachment.register_hook("pre_reply", HOOK_NAME, self.hooks.pre_reply)

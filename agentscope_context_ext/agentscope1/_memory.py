@@ -245,6 +245,10 @@ class ContextMemory(MemoryBase):
         """Messages carrying tool results, oldest first (kept as an index, not scanned)."""
         return [self._index[msg_id] for msg_id in self._result_ids]
 
+    def knows_call(self, call_id: str) -> bool:
+        """Whether a ``tool_use`` with this id is in the memory (a call of this agent)."""
+        return call_id in self._tool_inputs
+
     def tool_input(self, call_id: str) -> dict[str, Any]:
         """The input of the most recent ``tool_use`` with this id (empty if unknown)."""
         return self._tool_inputs.get(call_id, {})

@@ -16,6 +16,7 @@ from .. import __version__
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
 from ..replay import TranscriptError
+from ._studio import StudioError, connect_studio, studio_arguments
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--root", type=Path, help="folder to explore (default: the installed AgentScope package)"
     )
+    studio_arguments(demo)
 
     cleanup = commands.add_parser(
         "cleanup",
@@ -89,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--out", type=Path, default=Path("agentscope-context-replay"), help="output folder"
     )
+    studio_arguments(replay)
 
     inspect_cmd = commands.add_parser(
         "inspect",
@@ -108,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         "and continued by the next chat with the same --session.",
     )
     _config_argument(chat)
+    studio_arguments(chat)
     chat.add_argument(
         "--session",
         default="chat",
@@ -150,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_inspect(args)
         if args.command == "chat":
             return _cmd_chat(args)
-    except (BadInput, ConfigError, WorkspaceError, TranscriptError) as exc:
+    except (BadInput, ConfigError, WorkspaceError, TranscriptError, StudioError) as exc:
         reason = " ".join(str(exc).split())
         print(f"agentscope-context {args.command}: {reason}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -182,7 +186,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise BadInput(f"--root {args.root}: not a directory")
     if args.out.exists() and not args.out.is_dir():
         raise BadInput(f"--out {args.out}: exists and is not a directory")
-    report = run_demo(args.out, config, args.root, sys.stdout)
+    if args.studio_url:
+        connect_studio(args.studio_url, args.project, "demo")
+    report = run_demo(args.out, config, args.root, sys.stdout, studio=bool(args.studio_url))
     ok = report["pair_violations"] == 0 and report["offloaded_files_missing"] == 0
     return EXIT_OK if ok else EXIT_ERROR
 
@@ -248,7 +254,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise BadInput(f"--out {args.out}: exists and is not a directory")
     config = _config(args.config)
-    total = run_replay(args.transcript, args.format, config, args.max_input_tokens, args.out)
+    if args.studio_url:
+        connect_studio(args.studio_url, args.project, f"replay {args.transcript.name}")
+    total = run_replay(
+        args.transcript,
+        args.format,
+        config,
+        args.max_input_tokens,
+        args.out,
+        show=bool(args.studio_url),
+    )
     return (
         EXIT_OK
         if total["pair_violations"] == 0 and total["unexplained_over_window"] == 0
@@ -274,6 +289,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         raise BadInput(
             f"--session {args.session!r}: use letters, digits, '.', '_' or '-' (at most 64)"
         )
+    if args.studio_url:  # the user then types in Studio's page, as with agentscope.init
+        connect_studio(args.studio_url, args.project, f"chat {args.session}")
     try:
         run_chat(config, session_id=args.session)
     except NoModelError:

@@ -19,11 +19,15 @@ def run_replay(
     max_input_tokens: int | None,
     out: Path,
     stream: TextIO | None = None,
+    show: bool = False,
 ) -> dict:
-    """Replay every conversation in the file, print progress, write the report; return the summary."""
+    """Replay every conversation in the file, print progress, write the report; return the
+    summary. With ``show`` (attached to AgentScope Studio), each replayed message is printed
+    by the replay agent as the model saw it, with the compaction notices, so the replay is a
+    run in Studio; AgentScope's warnings then stay visible."""
     stream = stream or sys.stdout
     # AgentScope's formatters log every thinking block of Claude Code transcripts they skip.
-    logging.getLogger("as").setLevel(logging.ERROR)
+    logging.getLogger("as").setLevel(logging.WARNING if show else logging.ERROR)
     transcripts = load_transcripts(transcript_path, fmt)
     print(
         f"replaying {transcript_path.name}: {len(transcripts)} conversation(s), "
@@ -34,7 +38,9 @@ def run_replay(
     results = []
     for index, transcript in enumerate(transcripts, start=1):
         workspace = out / "workspace" / (f"{index:04d}" if len(transcripts) > 1 else "")
-        result = asyncio.run(replay_transcript(transcript, config, workspace, max_input_tokens))
+        result = asyncio.run(
+            replay_transcript(transcript, config, workspace, max_input_tokens, show=show)
+        )
         results.append(result)
         summary = result.summary()
         if len(transcripts) == 1 or index % 20 == 0 or index == len(transcripts):

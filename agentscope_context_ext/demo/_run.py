@@ -61,19 +61,27 @@ def run_demo(
     config: ContextConfig | None = None,
     root: Path | None = None,
     stream: TextIO | None = None,
+    studio: bool = False,
 ) -> dict[str, Any]:
-    """Run the demo and write its report; returns the report's figures."""
-    return asyncio.run(_run(out, config, root or default_root(), stream))
+    """Run the demo and write its report; returns the report's figures. With ``studio`` (the
+    process is attached to AgentScope Studio), AgentScope's warnings stay visible."""
+    return asyncio.run(_run(out, config, root or default_root(), stream, studio))
 
 
 async def _run(
-    out: Path, user_config: ContextConfig | None, root: Path, stream: TextIO | None
+    out: Path,
+    user_config: ContextConfig | None,
+    root: Path,
+    stream: TextIO | None,
+    studio: bool = False,
 ) -> dict[str, Any]:
     def say(line: str = "") -> None:
         if stream is not None:
             print(line, file=stream, flush=True)
 
-    logging.getLogger("as").setLevel(logging.ERROR)
+    # Offline, AgentScope's info lines would drown the progress; warnings (a message Studio
+    # could not take) must stay visible when a Studio is attached.
+    logging.getLogger("as").setLevel(logging.WARNING if studio else logging.ERROR)
     if (out / "workspace").exists():
         shutil.rmtree(out / "workspace")  # a fresh run, not a continuation of the last one
     config = demo_config(user_config, out)

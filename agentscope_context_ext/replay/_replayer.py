@@ -103,13 +103,13 @@ class ReplayResult:
 
 
 def replay_config(
-    config: ContextConfig, workspace: Path, max_input_tokens: int | None
+    config: ContextConfig, workspace: Path, max_input_tokens: int | None, notices: bool = False
 ) -> ContextConfig:
     """The user's config adjusted for replay: its own workspace, extractive summaries, no
-    long-term memory (it would need a model), no notices."""
+    long-term memory (it would need a model), notices only when shown (Studio)."""
     data = config.model_dump()
     data["workspace"] = str(workspace)
-    data["notices"] = False
+    data["notices"] = notices
     if max_input_tokens is not None:
         data["max_input_tokens"] = max_input_tokens
     data["compaction"]["model"] = "extractive"
@@ -124,10 +124,15 @@ async def replay_transcript(
     max_input_tokens: int | None = None,
     on_step: Callable[[StepRecord], None] | None = None,
     check_recovery: bool = True,
+    show: bool = False,
 ) -> ReplayResult:
-    """Replay one transcript; the workspace receives its dialog and tool-result files."""
+    """Replay one transcript; the workspace receives its dialog and tool-result files.
+
+    With ``show``, the replay agent prints each message once it is in memory (tool results as
+    stage one left them) and the compaction notices: with AgentScope Studio attached, the replay
+    is a run there."""
     started = time.perf_counter()
-    config = replay_config(config, workspace, max_input_tokens)
+    config = replay_config(config, workspace, max_input_tokens, notices=show)
     agent = ReActAgent(
         name="replay",
         sys_prompt=transcript.system_prompt or "You are a helpful agent.",
@@ -181,6 +186,8 @@ async def replay_transcript(
             if on_step is not None:
                 on_step(record)
             await agent.memory.add(msg)
+            if show:
+                await agent.print(agent.memory.get(msg.id) or msg)
         else:
             await agent.memory.add(msg)
             if has_tool_results(msg):
@@ -192,6 +199,8 @@ async def replay_transcript(
                 tick = time.perf_counter()
                 await manager.hooks.post_acting(agent, {}, None)
                 hook_total += time.perf_counter() - tick
+            if show:  # as the memory holds it: after stage one
+                await agent.print(agent.memory.get(msg.id) or msg)
     result.stats = manager.stats.as_dict()
     result.overflow_events = manager.stats.counts["context_overflow"]
     result.seconds_hooks = hook_total

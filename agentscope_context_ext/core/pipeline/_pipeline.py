@@ -29,7 +29,7 @@ from ._compaction import Compaction
 from ._compactor import CallModel, Compactor
 from ._faults import SaveFaults
 from ._port import ContextPort
-from ._slots import ResultChange, outcome_data
+from ._slots import ResultChange, ResultSlot, outcome_data
 from ._stage_two import StageTwo
 from ._tool_results import ResultTruncator
 
@@ -175,6 +175,22 @@ class ContextPipeline:
             max_input_tokens=window,
         )
         raise WorkspaceWriteError(message, fault.path, count.total, window)
+
+    async def stage_one_now(self, slot: ResultSlot) -> ResultChange | None:
+        """Stage one on one result as it leaves the tool, before it is printed, streamed to
+        AgentScope Studio or stored (the adapter calls this from inside the tool call). What it
+        returns is what everyone sees; the memory later adopts the same record. A failure keeps
+        the result whole (the memory's own stage one tries again)."""
+        if not self.config.truncation.enabled:
+            return None
+        try:
+            change, outcome = self.parts.truncator.stage_one_early(slot)
+        except Exception as exc:  # noqa: BLE001 - keep the result whole
+            await self.bus.emit("warning", where="stage_one", error=repr(exc)[:300])
+            return None
+        if outcome is not None:
+            await self.bus.emit("tool_result_truncated", **outcome_data(outcome))
+        return change
 
     async def run_stage_one(self) -> None:
         """Stage one for every tool result that arrived since the last call."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +47,8 @@ PATH_ARGUMENTS = ("file_path", "path", "filepath", "filename", "file")
 _MAX_FIT_ROUNDS = 8
 NOTICE_RESERVE_TOKENS = 160
 """Tokens kept free for the truncation notice when fitting an excerpt under the window cap."""
+MAX_EARLY_RECORDS = 1024
+"""Results cut as they came out of the tool whose message has not reached the memory yet."""
 
 
 class ResultTruncator:
@@ -78,13 +81,34 @@ class ResultTruncator:
         # A token cap turns into a byte budget only loosely (1 token is 1 to ~6 bytes): start
         # from 4 bytes per token and correct by measuring (_fit).
         self._max_result_bytes = self.max_result_tokens * 4
+        self._early: OrderedDict[str, tuple[str | None, dict[str, Any]]] = OrderedDict()
 
     # ------------------------------------------------------------------ stage one
+
+    def stage_one_early(
+        self, slot: ResultSlot
+    ) -> tuple[ResultChange | None, TruncationOutcome | None]:
+        """Stage one on a result as it comes out of the tool, before anyone sees it (the console,
+        AgentScope Studio, the memory). The cut is remembered, so that :meth:`stage_one` adopts
+        it when the same text reaches the memory instead of cutting it again."""
+        change, outcome = self.stage_one(slot)
+        if slot.state.get("stage", 0) >= 1:
+            self._early[slot.call_id] = (change.text if change else slot.text, dict(slot.state))
+            self._early.move_to_end(slot.call_id)
+            while len(self._early) > MAX_EARLY_RECORDS:
+                self._early.popitem(last=False)
+        return change, outcome
 
     def stage_one(self, slot: ResultSlot) -> tuple[ResultChange | None, TruncationOutcome | None]:
         """Stage one for a result not processed yet (else nothing)."""
         state = slot.state
         if state.get("stage", 0) >= 1:
+            return None, None
+        early = self._early.pop(slot.call_id, None)
+        if early is not None and slot.text in (early[0], _sendable(early[0])):
+            # Cut when it left the tool (stage_one_early): the same text, so the same record. A
+            # text that differs (a forged notice, an edit) is processed afresh below.
+            state.update(early[1])
             return None, None
         source = _source_path(slot.tool_input)
         markdown = self.config.is_markdown(source)
@@ -307,6 +331,13 @@ class ResultTruncator:
             f"[{media.kind} ({media_type}, {len(raw)} bytes) removed from the context to "
             f"save tokens; saved copy: {path}]"
         )
+
+
+def _sendable(text: str | None) -> str | None:
+    """``text`` as an adapter writes it into a message (lone surrogates replaced)."""
+    if text is None or text.isascii():
+        return text
+    return text.encode("utf-8", errors="replace").decode("utf-8")
 
 
 def _source_path(tool_input: Mapping[str, Any]) -> str | None:
