@@ -1,0 +1,276 @@
+"""The storage under every workspace store: a local folder (the default) or a Redis server.
+
+The stores (the dialog log, saved tool results, ``Memory.md`` with its notes and backups, the
+Summarizer's journal, the consolidation state) speak to one small interface, :class:`Storage`,
+in workspace-relative keys that are the local paths (``dialog/2026-12-03.jsonl``,
+``tool_result/<hash>.txt``, ``Memory.md``, ``memory/jobs/<id>.json``):
+
+- whole values: :meth:`~Storage.read`, :meth:`~Storage.write` (atomic, optionally expiring),
+  :meth:`~Storage.delete`, :meth:`~Storage.touch`, :meth:`~Storage.age`, :meth:`~Storage.names`;
+- line logs: :meth:`~Storage.append_lines` (durable, numbered from 1 in append order),
+  :meth:`~Storage.line_count`, :meth:`~Storage.lines`, :meth:`~Storage.lines_backwards`;
+- locks: :meth:`~Storage.lock`, exclusive across processes and machines sharing the workspace,
+  with a lease on Redis so that a killed worker never blocks the others.
+
+:func:`open_storage` picks the backend from the ``workspace`` value: a path, or a URL
+``redis://[user:password@]host:port/db[?prefix=NAME]``. This module imports no Redis client;
+``_redis_storage`` does, only when a Redis workspace is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from ..errors import WorkspaceError
+from ._files import atomic_write_bytes, ensure_directory, file_lock
+
+__all__ = [
+    "LocalStorage",
+    "Storage",
+    "is_storage_url",
+    "open_storage",
+]
+
+_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*$")
+_CHUNK = 1 << 16
+
+
+def check_key(key: str) -> str:
+    """``key`` if it is a workspace-relative name (no ``..``, no absolute path), else
+    ``ValueError``: nothing from outside ever becomes a path or a key unchecked."""
+    if not isinstance(key, str) or not _KEY_RE.match(key) or ".." in key.split("/"):
+        raise ValueError(f"not a workspace key: {key!r}")
+    return key
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """What the workspace stores need from where they keep their data."""
+
+    location: str
+    """Where it is, for messages (a folder, or a Redis URL without its password)."""
+
+    def read(self, key: str) -> bytes | None:
+        """The value of ``key`` (a log reads as its lines joined), ``None`` if absent."""
+        ...
+
+    def write(self, key: str, data: bytes, ttl_seconds: float | None = None) -> None:
+        """Replace ``key`` atomically (readers see the old value or the new one); with
+        ``ttl_seconds`` the value expires that long after its last write or :meth:`touch`."""
+        ...
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; whether it existed."""
+        ...
+
+    def touch(self, key: str, ttl_seconds: float | None = None) -> bool:
+        """Make ``key`` young again (its TTL restarts); whether it exists."""
+        ...
+
+    def age(self, key: str) -> float | None:
+        """Seconds since ``key`` was written or touched (``None`` if absent)."""
+        ...
+
+    def names(self, prefix: str) -> list[str]:
+        """Names of the keys directly under ``prefix`` (a folder), sorted."""
+        ...
+
+    def append_lines(self, key: str, lines: list[bytes]) -> int:
+        """Append ``lines`` (each without its newline) to the log ``key`` in order, durably;
+        returns how many lines the log had before, so the new ones are numbered from that
+        plus one."""
+        ...
+
+    def line_count(self, key: str) -> int:
+        """Lines in the log ``key`` (0 if absent)."""
+        ...
+
+    def lines(self, key: str, start: int = 1) -> Iterator[tuple[int, bytes]]:
+        """``(number, line)`` from line ``start`` to the end."""
+        ...
+
+    def lines_backwards(self, key: str) -> Iterator[tuple[int, bytes]]:
+        """``(number, line)`` from the last line to the first."""
+        ...
+
+    def lock(self, name: str, timeout: float = 30.0) -> contextlib.AbstractContextManager:
+        """Hold the exclusive lock ``name`` while the ``with`` block runs; waits at most
+        ``timeout`` seconds (then ``TimeoutError``)."""
+        ...
+
+
+def is_storage_url(workspace: str) -> bool:
+    """Whether ``workspace`` names a server (``redis://`` / ``rediss://``) rather than a folder."""
+    return workspace.strip().lower().startswith(("redis://", "rediss://"))
+
+
+def open_storage(workspace: str | os.PathLike[str] | Storage) -> Storage:
+    """The storage a ``workspace`` value names: a :class:`Storage` as is, a Redis URL, or a
+    folder (created if needed).
+
+    Raises:
+        `WorkspaceError`: A bad URL, an unreachable server, a missing ``redis`` client, or a
+            folder that cannot be created; the message says which.
+    """
+    if isinstance(workspace, Storage):
+        return workspace
+    text = os.fspath(workspace)
+    if isinstance(text, str) and is_storage_url(text):
+        from ._redis_storage import RedisStorage
+
+        return RedisStorage.from_url(text)
+    return LocalStorage(text)
+
+
+class LocalStorage:
+    """Keys are files under a folder; logs are files of lines; locks are ``flock`` files.
+
+    Args:
+        root (`str | os.PathLike`): The workspace folder (created if needed).
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = ensure_directory(Path(root))
+        self.location = str(self.root)
+
+    def path(self, key: str) -> Path:
+        """The file of ``key``."""
+        return self.root / check_key(key)
+
+    # ------------------------------------------------------------------ values
+
+    def read(self, key: str) -> bytes | None:
+        try:
+            return self.path(key).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def write(self, key: str, data: bytes, ttl_seconds: float | None = None) -> None:
+        atomic_write_bytes(self.path(key), data)
+
+    def delete(self, key: str) -> bool:
+        try:
+            self.path(key).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def touch(self, key: str, ttl_seconds: float | None = None) -> bool:
+        try:
+            os.utime(self.path(key))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def age(self, key: str) -> float | None:
+        try:
+            return max(0.0, time.time() - self.path(key).stat().st_mtime)
+        except FileNotFoundError:
+            return None
+
+    def names(self, prefix: str) -> list[str]:
+        try:
+            return sorted(
+                entry.name
+                for entry in os.scandir(self.path(prefix.rstrip("/")))
+                if entry.is_file(follow_symlinks=False)
+            )
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    # ------------------------------------------------------------------ logs
+
+    def append_lines(self, key: str, lines: list[bytes]) -> int:
+        path = self.path(key)
+        ensure_directory(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        with os.fdopen(fd, "r+b") as handle:
+            existing = _count_lines(handle)
+            size = handle.seek(0, os.SEEK_END)
+            prefix = b""
+            if size:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    # A torn last line from a crash: end it, so our first line stays whole.
+                    prefix = b"\n"
+            handle.write(prefix + b"".join(line + b"\n" for line in lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+        return existing
+
+    def line_count(self, key: str) -> int:
+        try:
+            with open(self.path(key), "rb") as handle:
+                return _count_lines(handle)
+        except FileNotFoundError:
+            return 0
+
+    def lines(self, key: str, start: int = 1) -> Iterator[tuple[int, bytes]]:
+        try:
+            handle = open(self.path(key), "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:
+            return
+        with handle:
+            for number, raw in enumerate(handle, start=1):
+                if number >= start:
+                    yield number, raw.rstrip(b"\n")
+
+    def lines_backwards(self, key: str) -> Iterator[tuple[int, bytes]]:
+        try:
+            handle = open(self.path(key), "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:
+            return
+        with handle:
+            yield from _backwards(handle)
+
+    # ------------------------------------------------------------------ locks
+
+    def lock(self, name: str, timeout: float = 30.0) -> contextlib.AbstractContextManager:
+        # flock is released by the kernel when the holder dies: no lease needed.
+        return file_lock(self.path(name))
+
+
+def _count_lines(handle) -> int:
+    handle.seek(0)
+    count = 0
+    last = b""
+    while chunk := handle.read(_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (1 if last and last != b"\n" else 0)
+
+
+def _backwards(handle) -> Iterator[tuple[int, bytes]]:
+    """Lines from the last to the first, with their 1-based numbers, reading in chunks."""
+    line_no = _count_lines(handle)
+    position = handle.seek(0, os.SEEK_END)
+    pending = b""
+    first_chunk = True
+    while position > 0:
+        size = min(_CHUNK, position)
+        position -= size
+        handle.seek(position)
+        pending = handle.read(size) + pending
+        if first_chunk:
+            first_chunk = False
+            if pending.endswith(b"\n"):
+                pending = pending[:-1]
+        pieces = pending.split(b"\n")
+        pending = pieces[0]
+        for raw in reversed(pieces[1:]):
+            yield line_no, raw
+            line_no -= 1
+    if line_no >= 1:
+        yield line_no, pending
+
+
+def storage_error(location: str, exc: BaseException) -> WorkspaceError:
+    """A one-line :class:`WorkspaceError` for a storage that cannot be used."""
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return WorkspaceError(f"the workspace {location} cannot be used: {reason}")
