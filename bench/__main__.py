@@ -19,6 +19,7 @@ from . import (
     b5_truncation,
     b6_replay_throughput,
     b7_summary_fidelity,
+    b9_redis_backend,
 )
 
 BENCHMARKS = {
@@ -29,6 +30,7 @@ BENCHMARKS = {
     "B5": b5_truncation,
     "B6": b6_replay_throughput,
     "B7": b7_summary_fidelity,
+    "B9": b9_redis_backend,
 }
 
 
@@ -48,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         record = module.run(quick=args.quick)
         results[bench_id] = record
         print(module.table(record))
+        if record.get("skipped"):
+            print(f"\nskipped: {record['skipped']}\n", flush=True)
+            continue
         print(
             f"\ntarget: {record['target']} -> {'met' if record['target_met'] else 'NOT met'}\n",
             flush=True,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,42 @@ def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "workspace"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A Redis workspace URL with a prefix of its own, on the server ``ACE_REDIS_URL`` names
+    (``.ci/run`` starts one). Skipped without one; a failure when ACE_REQUIRE_REDIS=1."""
+    base = os.environ.get("ACE_REDIS_URL", "").strip()
+    required = os.environ.get("ACE_REQUIRE_REDIS") == "1"
+    problem = None
+    if not base:
+        problem = "no Redis server for the tests (set ACE_REDIS_URL=redis://127.0.0.1:PORT/0)"
+    else:
+        try:
+            import redis
+
+            client = redis.Redis.from_url(base, socket_connect_timeout=5)
+            client.ping()
+        except ImportError:
+            problem = "the redis client is not installed (pip install -e '.[redis]')"
+        except Exception as exc:  # noqa: BLE001 - any reason the server cannot be used
+            problem = f"the Redis server at {base} does not answer: {exc}"
+    if problem:
+        if required:
+            pytest.fail(f"{problem}, and ACE_REQUIRE_REDIS=1 requires it")
+        pytest.skip(problem)
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    yield f"{base}?prefix={prefix}"
+    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+        client.delete(key)
+
+
+@pytest.fixture(params=["local", "redis"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path):
+    """The same tests on both backends: a local folder, then a real Redis server."""
+    from agentscope_context_ext.core.workspace import LocalStorage, open_storage
+
+    if request.param == "local":
+        return LocalStorage(tmp_path / "workspace")
+    return open_storage(request.getfixturevalue("redis_url"))

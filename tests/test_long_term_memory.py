@@ -90,8 +90,8 @@ def test_write_backs_up_and_keeps_the_last_n(workspace: Path) -> None:
     assert ltm.write("# Memory\n- v0\n") is None  # nothing to back up yet
     for i in range(1, 6):
         backup = ltm.write(f"# Memory\n- v{i}\n")
-        assert backup is not None and backup.read_text() == f"# Memory\n- v{i - 1}\n"
-    assert [b.read_text() for b in ltm.backups()] == [
+        assert backup is not None and Path(backup).read_text() == f"# Memory\n- v{i - 1}\n"
+    assert [ltm.read_backup(key) for key in ltm.backups()] == [
         "# Memory\n- v2\n",
         "# Memory\n- v3\n",
         "# Memory\n- v4\n",

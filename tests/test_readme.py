@@ -40,8 +40,29 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example_runs(index: int) -> None:
+def test_readme_example_runs(
+    index: int, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if "RedisSession" in BLOCKS[index]:  # the many-workers example needs the test server
+        monkeypatch.setenv("ACE_REDIS_URL", request.getfixturevalue("redis_url"))
     _run(BLOCKS[index], f"example {index + 1}")
+
+
+def test_many_workers_example_does_what_it_says(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url.split("?")[0])
+    for key in client.scan_iter(match="readme*", count=1000):  # a fresh conversation
+        client.delete(key)
+    monkeypatch.setenv("ACE_REDIS_URL", redis_url)
+    _run(_block("RedisSession(host=HOST"), "many workers")
+    # "both requests, both answers": the second worker had the first worker's conversation
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    assert printed == str(
+        ["I use the ed editor.", "Noted.", "Which editor do I use?", "You use ed."]
+    )
 
 
 def test_readme_starts_with_the_two_commands() -> None:

@@ -20,6 +20,7 @@ from agentscope.tool import ToolResponse
 from ..core.messages import MEDIA_KINDS, Media, Message, Part, Text, Thinking, ToolCall, ToolResult
 from ..core.truncation import split_notice
 from ..core.workspace import DialogStore as CoreDialogStore
+from ..core.workspace import Storage
 
 __all__ = [
     "DialogStore",
@@ -156,12 +157,13 @@ class DialogStore(CoreDialogStore[Msg]):
     """The dialog store of 1.x messages (``Msg.to_dict()`` per line).
 
     Args:
-        workspace (`str | os.PathLike`): The workspace folder.
+        workspace (`str | os.PathLike | Storage`): The workspace (a folder, a ``redis://`` URL,
+            or an open storage).
         today (`Callable[[], date]`): Returns today's local date; tests inject one.
     """
 
     def __init__(
-        self, workspace: str | os.PathLike[str], today: Callable[[], date] = date.today
+        self, workspace: str | os.PathLike[str] | Storage, today: Callable[[], date] = date.today
     ) -> None:
         super().__init__(workspace, today, MsgCodec())
 

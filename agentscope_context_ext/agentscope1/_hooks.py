@@ -64,10 +64,13 @@ class PipelineHooks:
     async def pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
         """The pipeline, before a model call."""
         started = time.perf_counter()
-        try:
-            if self.long_term is not None:
+        if self.long_term is not None:
+            try:
                 self.long_term.start()
                 self.long_term.refresh()
+            except Exception as exc:  # noqa: BLE001 - e.g. the workspace server is away
+                await self.bus.emit("warning", where="long_term_memory", error=repr(exc)[:300])
+        try:
             await self.pipeline.before_reasoning(self.sys_prompt(), self.tool_schemas())
         except WorkspaceWriteError:
             raise  # the prompt would exceed the window: the caller must know

@@ -36,6 +36,7 @@ from ..core.longterm import (
 )
 from ..core.longterm import consolidate as core_consolidate
 from ..core.summary import render_for_summary
+from ..core.workspace import Storage
 from ._convert import as_tool, to_views
 from ._memory import ContextMemory
 
@@ -87,7 +88,7 @@ def agent_runner(
 
 
 async def consolidate(
-    workspace_or_memory: str | Path | LongTermMemory,
+    workspace_or_memory: str | Path | Storage | LongTermMemory,
     model: ChatModelBase,
     formatter: FormatterBase,
     *,
@@ -112,7 +113,7 @@ class LongTermMemoryService:
 
     Args:
         config (`ContextConfig`): The configuration in force.
-        workspace (`Path`): The workspace folder.
+        workspace (`Path | Storage`): The workspace.
         context_memory (`ContextMemory`): The agent's memory (shows ``Memory.md``).
         model (`ChatModelBase`): Model of the Summarizer and the consolidation agent.
         formatter (`FormatterBase`): Their formatter.
@@ -123,7 +124,7 @@ class LongTermMemoryService:
     def __init__(
         self,
         config: ContextConfig,
-        workspace: Path,
+        workspace: Path | Storage,
         context_memory: ContextMemory,
         model: ChatModelBase,
         formatter: FormatterBase,

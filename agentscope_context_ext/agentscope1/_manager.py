@@ -39,7 +39,15 @@ from ..core.longterm import (
 )
 from ..core.pipeline import ContextCount, build_pipeline
 from ..core.tokens import known_max_input_tokens
-from ..core.workspace import DIALOG_DIRNAME, TOOL_RESULT_DIRNAME, ToolResultStore, check_writable
+from ..core.workspace import (
+    DIALOG_DIRNAME,
+    TOOL_RESULT_DIRNAME,
+    ToolResultStore,
+    check_storage_writable,
+    check_writable,
+    is_storage_url,
+    open_storage,
+)
 from ._attachment import Attachment, adopt_memory
 from ._context import AgentScopeContext
 from ._convert import DialogStore
@@ -66,7 +74,8 @@ class ContextManager:
         agent: The managed agent.
         config (`ContextConfig`): The configuration in force.
         memory (`ContextMemory`): The agent's memory (also ``agent.memory``).
-        workspace (`Path`): The workspace folder.
+        workspace (`Path | str`): The workspace folder (or the Redis URL, password hidden).
+        storage (`Storage`): Where the workspace's data lives.
         max_input_tokens (`int`): The window the pipeline manages.
         attachment (`Attachment`): Every change made to the agent (``detach()`` undoes them).
     """
@@ -85,22 +94,27 @@ class ContextManager:
         budget_error = config.compaction.summary_budget_error(self.max_input_tokens)
         if budget_error:  # the window came from the model's name
             raise ConfigError(f"{budget_error} (the window of {model_name or 'the model'})")
-        # Every folder a save goes to must take a file now: a clear error at start instead of
-        # lost saves and oversized prompts later.
-        folders = (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME)
-        if config.long_term_memory.enabled:
-            folders += (NOTES_DIRNAME,)
-        self.workspace = check_writable(Path(config.workspace), folders)
+        # The workspace must take a write now: a clear error at start (a folder that is not
+        # writable, a bad Redis URL, a server that does not answer) instead of lost saves and
+        # oversized prompts later.
+        if is_storage_url(config.workspace):
+            self.storage = open_storage(config.workspace)
+            self.workspace: Path | str = self.storage.location
+            check_storage_writable(self.storage)
+        else:
+            folders = (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME)
+            if config.long_term_memory.enabled:
+                folders += (NOTES_DIRNAME,)
+            self.workspace = check_writable(Path(config.workspace), folders)
+            self.storage = open_storage(self.workspace)
         self.counter = get_token_counter(
             config.tokenizer, model_name=model_name, media_token_cost=config.media_token_cost
         )
         self.bus = EventBus()
         self.attachment = Attachment(agent)
         self.memory = adopt_memory(agent.memory)
-        self.tool_result_store = ToolResultStore(
-            self.workspace, ttl_days=config.truncation.ttl_days
-        )
-        self.dialog_store = DialogStore(self.workspace)
+        self.tool_result_store = ToolResultStore(self.storage, ttl_days=config.truncation.ttl_days)
+        self.dialog_store = DialogStore(self.storage)
         # Resolved before the model is wrapped: summaries go to the real model, so their usage
         # is never mistaken for the agent's.
         summary_model = (
@@ -133,7 +147,7 @@ class ContextManager:
         if config.long_term_memory.enabled:
             self.long_term_service = LongTermMemoryService(
                 config,
-                self.workspace,
+                self.storage,
                 self.memory,
                 named_model(agent.model, config.long_term_memory.model),
                 agent.formatter,
@@ -164,7 +178,7 @@ class ContextManager:
         if config.tools.read_file:
             attachment.register_tool(
                 make_read_file_tool(
-                    self.workspace,
+                    self.workspace if isinstance(self.workspace, Path) else self.storage,
                     config.truncation,
                     config.tools.allowed_roots,
                     max_bytes_cap=max(share_tokens * 2, 1024),

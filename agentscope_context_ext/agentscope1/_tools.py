@@ -15,7 +15,7 @@ from ..core.longterm import make_memory_tools as core_memory_tools
 from ..core.messages import Message
 from ..core.tools import make_dialog_tools as core_dialog_tools
 from ..core.tools import make_read_file
-from ..core.workspace import DialogStore
+from ..core.workspace import DialogStore, Storage
 from ._convert import as_tool, to_view
 
 __all__ = ["make_dialog_tools", "make_memory_tools", "make_read_file_tool"]
@@ -24,7 +24,7 @@ Tool = Callable[..., Awaitable[ToolResponse]]
 
 
 def make_read_file_tool(
-    workspace: str | os.PathLike[str],
+    workspace: str | os.PathLike[str] | Storage,
     truncation: TruncationConfig | None = None,
     allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
     max_bytes_cap: int | None = None,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 from agentscope.agent import ReActAgent, UserAgent
 from agentscope.tool import Toolkit
 
 from ..agentscope1 import AtomicJSONSession, enable_context_management
 from ..core.config import ContextConfig
+from ..core.workspace import is_storage_url
 from ._models import model_from_environment
 
 EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
@@ -18,11 +20,29 @@ EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
 SESSIONS_DIRNAME = "sessions"
 
 
+def _session(workspace: str):
+    """Where ``chat`` keeps the conversation: next to the workspace's other data."""
+    if not is_storage_url(workspace):
+        return AtomicJSONSession(save_dir=str(Path(workspace) / SESSIONS_DIRNAME))
+    from agentscope.session import RedisSession
+
+    parsed = urlparse(workspace)
+    prefix = (parse_qs(parsed.query).get("prefix") or ["ace"])[0]
+    return RedisSession(
+        host=parsed.hostname or "localhost",
+        port=parsed.port or 6379,
+        db=int(parsed.path.strip("/") or 0),
+        password=parsed.password,
+        key_prefix=f"{prefix}:{SESSIONS_DIRNAME}:",
+    )
+
+
 def run_chat(config: ContextConfig, session_id: str = "chat") -> None:
     """Chat until the user types exit (or EOF); prints the context stats on the way out.
 
     The agent's state is saved after every turn to ``<workspace>/sessions/<session_id>.json``
-    (atomically: a kill never leaves a half-written file) and loaded at start.
+    (atomically: a kill never leaves a half-written file), or with a Redis workspace to
+    AgentScope's ``RedisSession`` on the same server, and loaded at start.
     """
     model, formatter = model_from_environment(
         config.compaction.model if config.compaction.model not in (None, "extractive") else None
@@ -36,7 +56,7 @@ def run_chat(config: ContextConfig, session_id: str = "chat") -> None:
     )
     manager = enable_context_management(agent, config)
     user = UserAgent(name="user")
-    session = AtomicJSONSession(save_dir=str(Path(config.workspace) / SESSIONS_DIRNAME))
+    session = _session(config.workspace)
     print(
         f"chatting with {model.model_name} (window {manager.max_input_tokens:,} tokens, workspace {config.workspace}, session {session_id}); type exit to leave"
     )

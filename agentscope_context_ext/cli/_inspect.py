@@ -1,4 +1,5 @@
-"""``agentscope-context inspect WORKSPACE``: what is on disk, at a glance."""
+"""``agentscope-context inspect WORKSPACE``: what the workspace holds (a folder or a Redis
+server), at a glance."""
 
 from __future__ import annotations
 
@@ -9,20 +10,36 @@ from typing import TextIO
 
 from ..core.longterm import LongTermMemory, last_consolidation
 from ..core.pipeline import SUMMARY_FILE
-from ..core.workspace import DialogStore
+from ..core.workspace import DialogStore, Storage, open_storage
 
 
-def inspect_workspace(workspace: Path, ttl_days: float, stream: TextIO) -> dict:
-    """Print a description of ``workspace``; return the figures."""
+def inspect_workspace(workspace: str | Path | Storage, ttl_days: float, stream: TextIO) -> dict:
+    """Print a description of ``workspace`` (a folder or a ``redis://`` URL); return the
+    figures."""
 
     def say(line: str = "") -> None:
         print(line, file=stream)
 
-    figures: dict = {"workspace": str(workspace)}
-    say(f"workspace: {workspace.resolve()}")
-    summary = workspace / SUMMARY_FILE
-    if summary.is_file():
-        head = summary.read_text(encoding="utf-8", errors="replace").split("\n")
+    storage = open_storage(workspace)
+    figures: dict = {"workspace": storage.location}
+    say(f"workspace: {storage.location}")
+    persistence = getattr(storage, "persistence", None)
+    if persistence is not None:
+        settings = persistence()
+        figures["persistence"] = settings
+        if settings.get("appendonly") != "yes" and not settings.get("save"):
+            say(
+                "WARNING: this Redis server does not persist (appendonly no, no save points): a "
+                "restart loses the dialog, the saved results and Memory.md"
+            )
+        else:
+            say(
+                f"persistence: appendonly {settings.get('appendonly')}, appendfsync "
+                f"{settings.get('appendfsync')}, save '{settings.get('save')}'"
+            )
+    summary = storage.read(SUMMARY_FILE)
+    if summary is not None:
+        head = summary.decode("utf-8", errors="replace").split("\n")
         stamp = next((line for line in head if line.startswith("Earlier conversation")), "")
         say(f"summary: {SUMMARY_FILE} - {stamp.strip()}")
         figures["summary"] = True
@@ -30,35 +47,29 @@ def inspect_workspace(workspace: Path, ttl_days: float, stream: TextIO) -> dict:
         say("summary: none yet (nothing was compacted)")
         figures["summary"] = False
 
-    dialog = DialogStore(workspace)
+    dialog = DialogStore(storage)
     files = dialog.files()
     figures["dialog_files"] = {f: dialog.line_count(f) for f in files}
     say(f"dialog/: {len(files)} file(s)")
     for file in files:
-        size = (workspace / file).stat().st_size
+        size = storage.size(file)
         say(f"  {file:<28} {figures['dialog_files'][file]:>7,} lines  {_size(size):>9}")
 
-    results = (
-        sorted(
-            (p for p in (workspace / "tool_result").glob("*") if p.is_file()),
-            key=lambda p: p.stat().st_mtime,
-        )
-        if (workspace / "tool_result").is_dir()
-        else []
-    )
+    keys = [f"tool_result/{name}" for name in storage.names("tool_result")]
+    stamps = sorted((storage.mtime(key) or 0.0, key) for key in keys)
     now = time.time()
-    ages = [(now - p.stat().st_mtime) / 86400 for p in results]
-    figures["tool_results"] = len(results)
-    if results:
+    ages = [(now - mtime) / 86400 for mtime, _ in stamps]
+    figures["tool_results"] = len(keys)
+    if keys:
         expiring = sum(age > ttl_days - 1 for age in ages)
         say(
-            f"tool_result/: {len(results)} file(s), {_size(sum(p.stat().st_size for p in results))}, oldest "
+            f"tool_result/: {len(keys)} file(s), {_size(sum(storage.size(k) for k in keys))}, oldest "
             f"{ages[0]:.1f} days, newest {ages[-1] * 24 * 60:.0f} min; {expiring} expire within a day (ttl {ttl_days:g} days)"
         )
     else:
         say("tool_result/: empty")
 
-    memory = LongTermMemory(workspace)
+    memory = LongTermMemory(storage)
     content = memory.read()
     if content:
         sections = {}
@@ -80,9 +91,8 @@ def inspect_workspace(workspace: Path, ttl_days: float, stream: TextIO) -> dict:
         + (f" (latest {max(notes)})" if notes else "")
         + f"; backups: {len(memory.backups())}; last consolidation: {last.isoformat(timespec='minutes') if last else 'never'}"
     )
-    jobs = workspace / "memory" / "jobs"
-    pending = len(list(jobs.glob("*.json"))) if jobs.is_dir() else 0
-    failed = len(list((jobs / "failed").glob("*.json"))) if (jobs / "failed").is_dir() else 0
+    pending = sum(name.endswith(".json") for name in storage.names("memory/jobs"))
+    failed = sum(name.endswith(".json") for name in storage.names("memory/jobs/failed"))
     say(f"summarizer jobs: {pending} pending, {failed} failed")
     figures.update(
         memory_bytes=len(content.encode()),

@@ -15,6 +15,7 @@ from pathlib import Path
 from .. import __version__
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
+from ..core.workspace import Storage, is_storage_url, open_storage
 from ..replay import TranscriptError
 from ._studio import StudioError, connect_studio, studio_arguments
 
@@ -28,7 +29,16 @@ class BadInput(Exception):
 
 
 def _workspace_argument(command: argparse.ArgumentParser) -> None:
-    command.add_argument("workspace", type=Path, help="the workspace folder")
+    command.add_argument(
+        "workspace", help="the workspace: a folder, or redis://[user:password@]host:port/db"
+    )
+
+
+def _open_workspace(value: str) -> Storage:
+    """An existing workspace: a folder that exists, or a Redis server that answers."""
+    if not is_storage_url(value) and not Path(value).is_dir():
+        raise BadInput(f"{value}: not a workspace directory")
+    return open_storage(value)
 
 
 def _config_argument(command: argparse.ArgumentParser, help: str = "YAML/JSON config file") -> None:
@@ -62,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--root", type=Path, help="folder to explore (default: the installed AgentScope package)"
     )
+    demo.add_argument(
+        "--workspace",
+        help="workspace to use instead of OUT/workspace: a folder or a redis:// URL",
+    )
     studio_arguments(demo)
 
     cleanup = commands.add_parser(
@@ -90,6 +104,11 @@ def _parser() -> argparse.ArgumentParser:
     _config_argument(replay)
     replay.add_argument(
         "--out", type=Path, default=Path("agentscope-context-replay"), help="output folder"
+    )
+    replay.add_argument(
+        "--workspace",
+        help="workspace to replay into instead of OUT/workspace: a folder or a redis:// URL "
+        "(each conversation gets its own sub-folder, or its own key prefix)",
     )
     studio_arguments(replay)
 
@@ -188,7 +207,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise BadInput(f"--out {args.out}: exists and is not a directory")
     if args.studio_url:
         connect_studio(args.studio_url, args.project, "demo")
-    report = run_demo(args.out, config, args.root, sys.stdout, studio=bool(args.studio_url))
+    report = run_demo(
+        args.out,
+        config,
+        args.root,
+        sys.stdout,
+        studio=bool(args.studio_url),
+        workspace=args.workspace,
+    )
     ok = report["pair_violations"] == 0 and report["offloaded_files_missing"] == 0
     return EXIT_OK if ok else EXIT_ERROR
 
@@ -197,19 +223,15 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     from ..core.pipeline import SUMMARY_FILE
     from ..core.workspace import ToolResultStore, saved_paths
 
-    if not args.workspace.is_dir():
-        raise BadInput(f"{args.workspace}: not a workspace directory")
+    storage = _open_workspace(args.workspace)
     config = _config(args.config)
     ttl = args.ttl_days if args.ttl_days is not None else config.truncation.ttl_days
     if ttl <= 0:
         raise BadInput(f"--ttl-days must be positive, got {ttl}")
     # What the latest summary names stays: the agent may still be told to read it.
-    try:
-        summary = (args.workspace / SUMMARY_FILE).read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        summary = ""
+    summary = (storage.read(SUMMARY_FILE) or b"").decode("utf-8", errors="replace")
     keep = saved_paths(summary)
-    removed = ToolResultStore(args.workspace, ttl_days=ttl).cleanup(keep=keep)
+    removed = ToolResultStore(storage, ttl_days=ttl).cleanup(keep=keep)
     kept = f"; kept {len(keep)} named by {SUMMARY_FILE}" if keep else ""
     print(f"removed {len(removed)} tool result file(s) older than {ttl:g} day(s){kept}")
     for path in removed:
@@ -224,11 +246,10 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
     from ..core.longterm import LongTermMemory, read_state
     from ._models import NoModelError, model_from_environment
 
-    if not args.workspace.is_dir():
-        raise BadInput(f"{args.workspace}: not a workspace directory")
+    storage = _open_workspace(args.workspace)
     config = _config(args.config)
     settings = config.long_term_memory
-    memory = LongTermMemory(args.workspace, backups_kept=settings.backups_kept)
+    memory = LongTermMemory(storage, backups_kept=settings.backups_kept)
     pending = memory.daily_notes(since=read_state(memory).get("last_note_day"))
     if not pending:
         print("nothing to consolidate: no daily notes since the last consolidation")
@@ -263,6 +284,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         args.max_input_tokens,
         args.out,
         show=bool(args.studio_url),
+        workspace=args.workspace,
     )
     return (
         EXIT_OK
@@ -274,9 +296,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from ._inspect import inspect_workspace
 
-    if not args.workspace.is_dir():
-        raise BadInput(f"{args.workspace}: not a workspace directory")
-    inspect_workspace(args.workspace, _config(args.config).truncation.ttl_days, sys.stdout)
+    storage = _open_workspace(args.workspace)
+    inspect_workspace(storage, _config(args.config).truncation.ttl_days, sys.stdout)
     return EXIT_OK
 
 

@@ -7,8 +7,10 @@ import logging
 import sys
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import parse_qsl, urlencode
 
 from ..core.config import ContextConfig
+from ..core.workspace import is_storage_url
 from ..replay import Curve, aggregate, load_transcripts, replay_transcript, write_report
 
 
@@ -20,6 +22,7 @@ def run_replay(
     out: Path,
     stream: TextIO | None = None,
     show: bool = False,
+    workspace: str | None = None,
 ) -> dict:
     """Replay every conversation in the file, print progress, write the report; return the
     summary. With ``show`` (attached to AgentScope Studio), each replayed message is printed
@@ -37,9 +40,10 @@ def run_replay(
     )
     results = []
     for index, transcript in enumerate(transcripts, start=1):
-        workspace = out / "workspace" / (f"{index:04d}" if len(transcripts) > 1 else "")
+        part = f"{index:04d}" if len(transcripts) > 1 else ""
+        target = _conversation_workspace(workspace or str(out / "workspace"), part)
         result = asyncio.run(
-            replay_transcript(transcript, config, workspace, max_input_tokens, show=show)
+            replay_transcript(transcript, config, target, max_input_tokens, show=show)
         )
         results.append(result)
         summary = result.summary()
@@ -73,6 +77,18 @@ def run_replay(
     _print_summary(total, stream)
     print("report: " + ", ".join(str(p) for p in paths.values()), file=stream, flush=True)
     return total
+
+
+def _conversation_workspace(workspace: str, part: str) -> Path | str:
+    """One conversation's workspace: a sub-folder, or (Redis) a key prefix of its own."""
+    if not is_storage_url(workspace):
+        return Path(workspace) / part
+    if not part:
+        return workspace
+    base, _, query = workspace.partition("?")
+    options = dict(parse_qsl(query))
+    options["prefix"] = f"{options.get('prefix', 'ace')}-{part}"
+    return f"{base}?{urlencode(options)}"
 
 
 def _compaction_steps(steps) -> list[int]:

@@ -25,6 +25,7 @@ from agentscope.tool import Toolkit
 from ..agentscope1 import DialogStore, enable_context_management, to_view
 from ..core.config import ContextConfig
 from ..core.rendering import offload_paths
+from ..core.workspace import Storage
 from ..replay import Curve, prompt_pair_violations, write_report
 from ..testing import ModelCall, ScriptedChatModel
 from ._plan import exploration_plan
@@ -42,15 +43,18 @@ def default_root() -> Path:
     return Path(agentscope.__file__).resolve().parent
 
 
-def demo_config(config: ContextConfig | None, out: Path) -> ContextConfig:
-    """The demo's settings (or the user's config), with the workspace in the output folder,
-    extractive summaries (no model is needed offline) and long-term memory off."""
+def demo_config(
+    config: ContextConfig | None, out: Path, workspace: str | None = None
+) -> ContextConfig:
+    """The demo's settings (or the user's config), with the workspace in the output folder (or
+    ``workspace``, e.g. a Redis URL), extractive summaries (no model is needed offline) and
+    long-term memory off."""
     data = (
         config.model_dump()
         if config is not None
         else ContextConfig.model_validate(DEMO_SETTINGS).model_dump()
     )
-    data["workspace"] = str(out / "workspace")
+    data["workspace"] = workspace or str(out / "workspace")
     data["compaction"]["model"] = "extractive"
     data["long_term_memory"]["enabled"] = False
     return ContextConfig.model_validate(data)
@@ -62,10 +66,12 @@ def run_demo(
     root: Path | None = None,
     stream: TextIO | None = None,
     studio: bool = False,
+    workspace: str | None = None,
 ) -> dict[str, Any]:
     """Run the demo and write its report; returns the report's figures. With ``studio`` (the
-    process is attached to AgentScope Studio), AgentScope's warnings stay visible."""
-    return asyncio.run(_run(out, config, root or default_root(), stream, studio))
+    process is attached to AgentScope Studio), AgentScope's warnings stay visible; ``workspace``
+    (a folder or a ``redis://`` URL) replaces ``<out>/workspace``."""
+    return asyncio.run(_run(out, config, root or default_root(), stream, studio, workspace))
 
 
 async def _run(
@@ -74,6 +80,7 @@ async def _run(
     root: Path,
     stream: TextIO | None,
     studio: bool = False,
+    workspace: str | None = None,
 ) -> dict[str, Any]:
     def say(line: str = "") -> None:
         if stream is not None:
@@ -82,9 +89,9 @@ async def _run(
     # Offline, AgentScope's info lines would drown the progress; warnings (a message Studio
     # could not take) must stay visible when a Studio is attached.
     logging.getLogger("as").setLevel(logging.WARNING if studio else logging.ERROR)
-    if (out / "workspace").exists():
+    if workspace is None and (out / "workspace").exists():
         shutil.rmtree(out / "workspace")  # a fresh run, not a continuation of the last one
-    config = demo_config(user_config, out)
+    config = demo_config(user_config, out, workspace)
     root = root.resolve()
     plan = exploration_plan(root)
     tokens_per_step: list[int] = []
@@ -151,8 +158,8 @@ async def _run(
     say(f"answer: {answer.get_text_content()}")
 
     stats = manager.stats
-    workspace = Path(config.workspace)
-    missing = _missing_offloads(agent.memory.messages, DialogStore(workspace), workspace)
+    storage = manager.storage
+    missing = _missing_offloads(agent.memory.messages, DialogStore(storage), storage)
     report = {
         "steps": len(tokens_per_step),
         "peak_prompt_tokens": max(tokens_per_step, default=0),
@@ -205,12 +212,12 @@ async def _run(
     return report
 
 
-def _missing_offloads(msgs: list[Msg], dialog: DialogStore, workspace: Path) -> int:
-    """Notices (in memory or dialog/) whose file does not exist: must be 0."""
+def _missing_offloads(msgs: list[Msg], dialog: DialogStore, storage: Storage) -> int:
+    """Notices (in memory or dialog/) whose saved file does not exist: must be 0."""
     everything = list(msgs) + [record.msg for record in dialog.iter_records()]
     return sum(
         1
         for msg in everything
         for path in offload_paths(to_view(msg))
-        if path.startswith("tool_result/") and not (workspace / path).is_file()
+        if path.startswith("tool_result/") and storage.mtime(path) is None
     )

@@ -10,14 +10,19 @@ from agentscope.message import Msg
 
 from ..agentscope1 import DialogStore
 from ..core.truncation import split_notice
+from ..core.workspace import Storage, open_storage
 
 __all__ = ["recovery_problems"]
 
 
 def recovery_problems(
-    originals: list[Msg], in_memory: list[Msg], dialog: DialogStore, workspace: Path
+    originals: list[Msg],
+    in_memory: list[Msg],
+    dialog: DialogStore,
+    workspace: Path | str | Storage,
 ) -> list[str]:
     """Every way an original message is NOT recoverable byte for byte (empty: all are)."""
+    storage = open_storage(workspace)
     stored = {m.id: m for m in in_memory}
     for record in dialog.iter_records():
         stored.setdefault(record.msg.id, record.msg)
@@ -37,7 +42,7 @@ def recovery_problems(
             if before.get("type") != "tool_result":
                 problems.append(f"{original.id}: a {before.get('type')} block differs")
                 continue
-            problem = _result_problem(before, after, workspace)
+            problem = _result_problem(before, after, storage)
             if problem:
                 problems.append(f"{original.id}: {problem}")
         if len(original.content) != len(kept.content):
@@ -45,7 +50,7 @@ def recovery_problems(
     return problems
 
 
-def _result_problem(before: dict, after: dict, workspace: Path) -> str | None:
+def _result_problem(before: dict, after: dict, storage: Storage) -> str | None:
     original_text, original_media = _parts(before.get("output"))
     kept_text, kept_media = _parts(after.get("output"), skip_placeholders=True)
     placeholders = _placeholders(after.get("output"))
@@ -53,10 +58,12 @@ def _result_problem(before: dict, after: dict, workspace: Path) -> str | None:
         parts = split_notice(kept_text)
         if parts is None:
             return "a tool result changed without a notice"
-        path = workspace / parts[1].file_path
         try:
-            saved = path.read_bytes().decode("utf-8")  # bytes: "\r\n" must stay "\r\n"
-        except OSError:
+            data = storage.read(parts[1].file_path)
+            if data is None:
+                return f"saved file {parts[1].file_path} is missing"
+            saved = data.decode("utf-8")  # bytes: "\r\n" must stay "\r\n"
+        except (OSError, ValueError):
             return f"saved file {parts[1].file_path} is missing"
         if saved != original_text.encode("utf-8", errors="replace").decode("utf-8"):
             return f"saved file {parts[1].file_path} differs from the original output"
@@ -69,9 +76,9 @@ def _result_problem(before: dict, after: dict, workspace: Path) -> str | None:
         placeholder = next((t for t in placeholders if "saved copy: " in t), None)
         if placeholder is None:
             return "an image was dropped without a saved copy"
-        copy_path = workspace / placeholder.split("saved copy: ")[1].rstrip("]")
+        copy = storage.read(placeholder.split("saved copy: ")[1].rstrip("]"))
         data = str(source.get("data", "")).split(",", 1)[-1]
-        if not copy_path.is_file() or copy_path.read_bytes() != base64.b64decode(data):
+        if copy is None or copy != base64.b64decode(data):
             return "a saved media copy differs"
     return None
 

@@ -22,7 +22,7 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 from agentscope.tool import Toolkit
 
-from ..agentscope1 import DialogStore, enable_context_management, has_tool_results
+from ..agentscope1 import enable_context_management, has_tool_results
 from ..core.config import ContextConfig
 from ..testing import ScriptedChatModel
 from ._checks import prompt_pair_violations
@@ -103,7 +103,10 @@ class ReplayResult:
 
 
 def replay_config(
-    config: ContextConfig, workspace: Path, max_input_tokens: int | None, notices: bool = False
+    config: ContextConfig,
+    workspace: Path | str,
+    max_input_tokens: int | None,
+    notices: bool = False,
 ) -> ContextConfig:
     """The user's config adjusted for replay: its own workspace, extractive summaries, no
     long-term memory (it would need a model), notices only when shown (Studio)."""
@@ -120,7 +123,7 @@ def replay_config(
 async def replay_transcript(
     transcript: Transcript,
     config: ContextConfig,
-    workspace: Path,
+    workspace: Path | str,
     max_input_tokens: int | None = None,
     on_step: Callable[[StepRecord], None] | None = None,
     check_recovery: bool = True,
@@ -206,7 +209,7 @@ async def replay_transcript(
     result.seconds_hooks = hook_total
     if check_recovery:
         result.recovery_problems = recovery_problems(
-            transcript.messages, agent.memory.messages, DialogStore(workspace), workspace
+            transcript.messages, agent.memory.messages, manager.dialog_store, manager.storage
         )
     manager.detach()
     result.seconds_total = time.perf_counter() - started

@@ -15,8 +15,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..workspace import atomic_write_text, ensure_directory
-from ._store import LongTermMemory
+from ._store import NOTES_DIRNAME, LongTermMemory
 
 __all__ = [
     "STATE_FILE",
@@ -29,21 +28,23 @@ __all__ = [
 logger = logging.getLogger("agentscope_context_ext")
 
 STATE_FILE = ".consolidation.json"
+STATE_KEY = f"{NOTES_DIRNAME}/{STATE_FILE}"
 
 
 def read_state(memory: LongTermMemory) -> dict[str, Any]:
     """The consolidation bookkeeping (``last_run``, ``last_note_day``)."""
     try:
-        return json.loads((memory.notes_dir / STATE_FILE).read_text(encoding="utf-8"))
+        data = memory.storage.read(STATE_KEY)
+        state = json.loads(data) if data else {}
     except (OSError, ValueError):
         return {}
+    return state if isinstance(state, dict) else {}
 
 
 def write_state(memory: LongTermMemory, **updates: Any) -> None:
     """Update the consolidation bookkeeping."""
-    ensure_directory(memory.notes_dir)
     state = {**read_state(memory), **updates}
-    atomic_write_text(memory.notes_dir / STATE_FILE, json.dumps(state))
+    memory.storage.write(STATE_KEY, json.dumps(state).encode())
 
 
 def last_consolidation(memory: LongTermMemory) -> datetime | None:

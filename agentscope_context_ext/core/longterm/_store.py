@@ -3,24 +3,26 @@
 ``Memory.md`` holds durable facts in sections (``## Personal``, ``## Try-Error Notes``,
 ``## Facts``, others allowed), one ``- item`` per line; ``memory/YYYY-MM-DD.md`` holds the day's
 notes; ``memory/backup/Memory-<timestamp>.md`` keeps the last versions before each full
-rewrite. Every write is a read-modify-write under one inter-process lock, landing atomically
-(temp file + ``os.replace``), so two agents sharing a workspace lose no update. No argument ever
-becomes a path: file names come only from validated dates.
+rewrite. Every write is a read-modify-write under one lock shared by every process using the
+workspace, landing atomically (a local folder: temp file + ``os.replace``; Redis: one command),
+so two agents sharing a workspace lose no update. No argument ever becomes a path: names come only
+from validated dates.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Callable
 from datetime import date, datetime
-from pathlib import Path
 
-from ..workspace import atomic_write_text, ensure_directory, file_lock
+from ..workspace import Storage, open_storage
 
 MEMORY_FILE = "Memory.md"
 NOTES_DIRNAME = "memory"
 BACKUP_DIRNAME = "backup"
+_BACKUP_DIR = f"{NOTES_DIRNAME}/{BACKUP_DIRNAME}"
 DEFAULT_SECTIONS = ("Personal", "Try-Error Notes", "Facts")
 MAX_ENTRY_CHARS = 2000
 """Longest item ``append`` or a note accepts (a memory item is a line, not a document)."""
@@ -80,43 +82,48 @@ class LongTermMemory:
     """Reads and writes ``Memory.md`` and the daily notes of one workspace.
 
     Args:
-        workspace (`str | os.PathLike`): The workspace folder.
+        workspace (`str | os.PathLike | Storage`): The workspace: a folder, a ``redis://`` URL
+            or an open :class:`Storage`.
         backups_kept (`int`): Backups of ``Memory.md`` kept in ``memory/backup/``.
         clock (`Callable[[], datetime]`): Local "now"; tests inject one.
     """
 
     def __init__(
         self,
-        workspace: str | os.PathLike[str],
+        workspace: str | os.PathLike[str] | Storage,
         backups_kept: int = 7,
         clock: Callable[[], datetime] = datetime.now,
     ) -> None:
         if backups_kept < 1:
             raise ValueError(f"backups_kept must be at least 1, got {backups_kept}")
-        self.workspace = Path(workspace)
-        self.path = self.workspace / MEMORY_FILE
-        self.notes_dir = self.workspace / NOTES_DIRNAME
-        self.backup_dir = self.notes_dir / BACKUP_DIRNAME
+        self.storage = open_storage(workspace)
         self.backups_kept = backups_kept
         self._clock = clock
-        self._lock_path = self.notes_dir / ".lock"
+        self._lock = f"{NOTES_DIRNAME}/.lock"
+
+    def where(self, key: str) -> str:
+        """Where ``key`` lives, for people: a file path, or the Redis URL and key."""
+        return f"{self.storage.location}/{key}"
+
+    def _read(self, key: str) -> str | None:
+        data = self.storage.read(key)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def _write(self, key: str, text: str) -> None:
+        self.storage.write(key, text.encode("utf-8", errors="replace"))
 
     # ------------------------------------------------------------- Memory.md
 
     def read(self) -> str:
         """The whole of ``Memory.md`` ("" when it does not exist yet)."""
-        try:
-            return self.path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
+        return self._read(MEMORY_FILE) or ""
 
-    def version(self) -> tuple[int, int] | None:
-        """(mtime_ns, size) of ``Memory.md``, to notice changes cheaply; ``None`` if missing."""
-        try:
-            info = self.path.stat()
-        except FileNotFoundError:
+    def version(self) -> tuple[int, str] | None:
+        """(size, content hash) of ``Memory.md``, to notice changes; ``None`` if missing."""
+        data = self.storage.read(MEMORY_FILE)
+        if data is None:
             return None
-        return info.st_mtime_ns, info.st_size
+        return len(data), hashlib.blake2b(data, digest_size=8).hexdigest()
 
     def append(self, text: str, section: str | None = None) -> bool:
         """Add ``- text`` to ``section`` (default ``Facts``), unless an equivalent line exists.
@@ -132,12 +139,12 @@ class LongTermMemory:
         """
         entry = clean_entry(text)
         title = clean_section(section) if section is not None else "Facts"
-        with file_lock(self._lock_path):
+        with self.storage.lock(self._lock):
             content = self.read()
             key = normalise(entry)
             if any(normalise(line) == key for line in content.splitlines() if line.strip()):
                 return False
-            atomic_write_text(self.path, _insert(content, title, f"- {entry}"))
+            self._write(MEMORY_FILE, _insert(content, title, f"- {entry}"))
         return True
 
     def edit(self, old_text: str, new_text: str) -> bool:
@@ -154,7 +161,7 @@ class LongTermMemory:
         if not isinstance(old_text, str) or not old_text.strip():
             raise MemoryInputError("old_text must be a non-empty string")
         replacement = "" if new_text == "" else clean_entry(new_text)
-        with file_lock(self._lock_path):
+        with self.storage.lock(self._lock):
             content = self.read()
             found = content.count(old_text)
             if found == 0:
@@ -171,13 +178,13 @@ class LongTermMemory:
             if any(line.lstrip().startswith("#") for line in span.split("\n")):
                 return False, "old_text touches a section heading; only items can be edited"
             updated = content.replace(old_text, replacement, 1)
-            atomic_write_text(
-                self.path,
+            self._write(
+                MEMORY_FILE,
                 "\n".join(line for line in updated.split("\n") if line.strip() not in ("-",)),
             )
         return True, "edited"
 
-    def write(self, content: str, based_on: str | None = None) -> Path | None:
+    def write(self, content: str, based_on: str | None = None) -> str | None:
         """Replace the whole of ``Memory.md``, after backing up the current version.
 
         A rewrite is made from a version read earlier (a consolidation reads, waits for a model,
@@ -187,70 +194,67 @@ class LongTermMemory:
         (an edit) stay out of it.
 
         Returns:
-            `Path | None`: The backup file (``None`` when there was nothing to back up).
+            `str | None`: Where the backup went (``None`` when there was nothing to back up).
         """
         if not isinstance(content, str):
             raise MemoryInputError(f"content must be a string, got {type(content).__name__}")
         content = content.encode("utf-8", errors="replace").decode("utf-8").replace("\x00", "")
-        with file_lock(self._lock_path):
+        with self.storage.lock(self._lock):
             if based_on is not None:
                 content = merge_changes(content, based_on, self.read())
             backup = self._backup()
-            atomic_write_text(self.path, content if content.endswith("\n") else content + "\n")
-        return backup
+            self._write(MEMORY_FILE, content if content.endswith("\n") else content + "\n")
+        return None if backup is None else self.where(backup)
 
-    def backups(self) -> list[Path]:
-        """Backups of ``Memory.md``, oldest first."""
-        try:
-            names = sorted(n for n in os.listdir(self.backup_dir) if _BACKUP_RE.match(n))
-        except FileNotFoundError:
-            return []
-        return [self.backup_dir / n for n in names]
+    def backups(self) -> list[str]:
+        """Backups of ``Memory.md`` (workspace keys, ``memory/backup/Memory-<time>.md``), oldest
+        first; :meth:`read_backup` reads one."""
+        names = self.storage.names(_BACKUP_DIR)
+        return [f"{_BACKUP_DIR}/{n}" for n in names if _BACKUP_RE.match(n)]
 
-    def _backup(self) -> Path | None:
+    def read_backup(self, key: str) -> str:
+        """The text of one of :meth:`backups` ("" if it is gone)."""
+        if key not in self.backups():
+            raise MemoryInputError(f"not a backup of Memory.md: {key!r}")
+        return self._read(key) or ""
+
+    def _backup(self) -> str | None:
         current = self.read()
         if not current:
             return None
-        ensure_directory(self.backup_dir)
         stamp = self._clock().strftime("%Y%m%d-%H%M%S-%f")
-        path = self.backup_dir / f"Memory-{stamp}.md"
-        while path.exists():  # two rewrites in the same microsecond (fast clocks in tests)
+        key = f"{_BACKUP_DIR}/Memory-{stamp}.md"
+        while self.storage.mtime(key) is not None:  # two rewrites in the same microsecond
             stamp = stamp[:-6] + f"{(int(stamp[-6:]) + 1) % 1_000_000:06d}"
-            path = self.backup_dir / f"Memory-{stamp}.md"
-        atomic_write_text(path, current)
+            key = f"{_BACKUP_DIR}/Memory-{stamp}.md"
+        self._write(key, current)
         for old in self.backups()[: -self.backups_kept]:
-            old.unlink(missing_ok=True)
-        return path
+            self.storage.delete(old)
+        return key
 
     # ----------------------------------------------------------- daily notes
 
-    def add_daily_note(self, text: str, day: date | str | None = None) -> Path:
+    def add_daily_note(self, text: str, day: date | str | None = None) -> str:
         """Append ``- HH:MM text`` to ``memory/YYYY-MM-DD.md`` (today by default).
 
         Returns:
-            `Path`: The note file.
+            `str`: Where the note is.
         """
         entry = clean_entry(text)
         now = self._clock()
         note_day = _parse_day(day) if day is not None else now.date()
-        path = self.notes_dir / f"{note_day.isoformat()}.md"
-        with file_lock(self._lock_path):
-            try:
-                content = path.read_text(encoding="utf-8", errors="replace")
-            except FileNotFoundError:
-                content = f"# {note_day.isoformat()}\n"
+        key = f"{NOTES_DIRNAME}/{note_day.isoformat()}.md"
+        with self.storage.lock(self._lock):
+            content = self._read(key) or f"# {note_day.isoformat()}\n"
             if not content.endswith("\n"):
                 content += "\n"
-            atomic_write_text(path, f"{content}- {now.strftime('%H:%M')} {entry}\n")
-        return path
+            self._write(key, f"{content}- {now.strftime('%H:%M')} {entry}\n")
+        return self.where(key)
 
     def daily_notes(self, since: date | str | None = None) -> dict[str, str]:
         """Daily notes by date (``YYYY-MM-DD``), oldest first; only days after ``since``."""
         after = _parse_day(since) if since is not None else None
-        try:
-            names = sorted(n for n in os.listdir(self.notes_dir) if _NOTE_FILE_RE.match(n))
-        except FileNotFoundError:
-            return {}
+        names = sorted(n for n in self.storage.names(NOTES_DIRNAME) if _NOTE_FILE_RE.match(n))
         notes = {}
         for name in names:
             day = name[:10]
@@ -260,7 +264,9 @@ class LongTermMemory:
                 continue
             if after is not None and parsed <= after:
                 continue
-            notes[day] = (self.notes_dir / name).read_text(encoding="utf-8", errors="replace")
+            text = self._read(f"{NOTES_DIRNAME}/{name}")
+            if text is not None:
+                notes[day] = text
         return notes
 
 

@@ -18,10 +18,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from ..workspace import atomic_write_text, ensure_directory
 from ._consolidation import AgentRunner
 from ._store import LongTermMemory
 
@@ -61,6 +59,17 @@ class SummarizerSettings:
     """Wait before retry n is ``backoff_seconds * 2**(n-1)``."""
 
 
+JOBS_DIR = "memory/jobs"
+
+
+def _dump(record: dict, indent: int | None = None) -> bytes:
+    return json.dumps(record, ensure_ascii=False, indent=indent).encode("utf-8", errors="replace")
+
+
+def _job_id(path: str) -> str:
+    return path.rpartition("/")[2].removesuffix(".json")
+
+
 class SummarizerService:
     """Journals Summarizer jobs and runs them in the background.
 
@@ -88,8 +97,10 @@ class SummarizerService:
         self.emit = emit
         self.settings = settings or SummarizerSettings()
         self.sleep = sleep
-        self.jobs_dir = memory.notes_dir / "jobs"
-        self.failed_dir = self.jobs_dir / "failed"
+        self.storage = memory.storage
+        self.jobs_dir = JOBS_DIR
+        """Where journaled jobs are kept (workspace keys ``memory/jobs/<id>.json``)."""
+        self.failed_dir = f"{JOBS_DIR}/failed"
         self._tasks: set[asyncio.Task] = set()
         self.completed = 0
         self.failed = 0
@@ -101,25 +112,22 @@ class SummarizerService:
             `str`: The job id. The journal entry exists when this returns.
         """
         job_id = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        ensure_directory(self.jobs_dir)
         record = {
             "id": job_id,
             "created_at": datetime.now().isoformat(timespec="seconds"),
             "transcript": transcript,
             "errors": [],
         }
-        atomic_write_text(self.jobs_dir / f"{job_id}.json", json.dumps(record, ensure_ascii=False))
-        self._start(self.jobs_dir / f"{job_id}.json")
+        key = f"{self.jobs_dir}/{job_id}.json"
+        self.storage.write(key, _dump(record))
+        self._start(key)
         return job_id
 
     def resume_pending(self) -> int:
         """Start every journaled job left by an earlier process; returns how many."""
-        try:
-            paths = sorted(
-                p for p in self.jobs_dir.iterdir() if p.suffix == ".json" and p.is_file()
-            )
-        except FileNotFoundError:
-            return 0
+        paths = [
+            f"{self.jobs_dir}/{n}" for n in self.storage.names(self.jobs_dir) if n.endswith(".json")
+        ]
         running = {getattr(t, "job_path", None) for t in self._tasks}
         started = 0
         for path in paths:
@@ -142,18 +150,22 @@ class SummarizerService:
         for task in list(self._tasks):
             task.cancel()
 
-    def _start(self, path: Path) -> None:
+    def _start(self, path: str) -> None:
         task = asyncio.get_running_loop().create_task(self._run(path))
         task.job_path = path  # type: ignore[attr-defined]
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, path: Path) -> None:
+    async def _run(self, path: str) -> None:
+        job = _job_id(path)
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            data = self.storage.read(path)
+            if data is None:
+                return  # another worker sharing the workspace took it
+            record = json.loads(data)
             transcript = str(record["transcript"])
-        except (OSError, ValueError, KeyError) as exc:
-            await self._fail(path, {"id": path.stem, "errors": [f"unreadable job: {exc}"]})
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            await self._fail(path, {"id": job, "errors": [f"unreadable job: {exc}"]})
             return
         errors: list[str] = list(record.get("errors", []))
         for attempt in range(1, self.settings.retries + 1):
@@ -164,22 +176,19 @@ class SummarizerService:
                 if attempt < self.settings.retries:
                     await self.sleep(self.settings.backoff_seconds * 2 ** (attempt - 1))
                 continue
-            path.unlink(missing_ok=True)
+            self.storage.delete(path)
             self.completed += 1
-            logger.info("summarizer job %s done: %s", path.stem, answer[:80])
+            logger.info("summarizer job %s done: %s", job, answer[:80])
             return
         record["errors"] = errors
         await self._fail(path, record)
 
-    async def _fail(self, path: Path, record: dict) -> None:
+    async def _fail(self, path: str, record: dict) -> None:
         self.failed += 1
-        ensure_directory(self.failed_dir)
-        atomic_write_text(
-            self.failed_dir / path.name, json.dumps(record, ensure_ascii=False, indent=1)
-        )
-        path.unlink(missing_ok=True)
+        self.storage.write(f"{self.failed_dir}/{path.rpartition('/')[2]}", _dump(record, indent=1))
+        self.storage.delete(path)
         await self.emit(
-            "warning", where="summarizer", job=path.stem, errors=record.get("errors", [])[-1:]
+            "warning", where="summarizer", job=_job_id(path), errors=record.get("errors", [])[-1:]
         )
 
     async def _summarize(self, transcript: str) -> str:

@@ -102,7 +102,8 @@ def make_memory_tools(
             return f"Error: {exc}"
         except OSError as exc:
             return f"Error: the daily note could not be written ({exc.strerror or exc})"
-        await written("daily_note", file=f"memory/{path.name}", chars=len(text))
-        return f"Noted in memory/{path.name}."
+        name = path.rpartition("/")[2]
+        await written("daily_note", file=f"memory/{name}", chars=len(text))
+        return f"Noted in memory/{name}."
 
     return memory_read, memory_append, memory_edit, daily_note

@@ -26,7 +26,7 @@ from ..events import EventBus
 from ..messages import Message
 from ..summary import CompactSummary, merge_refs
 from ..tokens import TokenCounter
-from ..workspace import DialogStore, ToolResultStore, atomic_write_text
+from ..workspace import DialogStore, ToolResultStore
 from ._checker import ContextChecker, ContextCount
 from ._compactor import Compactor
 from ._cut import CutItem, choose_cut, valid_boundaries
@@ -268,7 +268,9 @@ class Compaction:
     def _write_summary_file(self, summary: CompactSummary) -> None:
         """``<workspace>/summary.md``: the latest summary, for people (``inspect``)."""
         try:
-            atomic_write_text(self.dialog.workspace / SUMMARY_FILE, summary.render() + "\n")
+            self.dialog.storage.write(
+                SUMMARY_FILE, (summary.render() + "\n").encode("utf-8", "replace")
+            )
         except OSError as exc:
             logger.warning("cannot write %s: %s", SUMMARY_FILE, exc)
 

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from ..config import TruncationConfig
-from ..workspace import TOOL_RESULT_DIRNAME
+from ..workspace import TOOL_RESULT_DIRNAME, LocalStorage, Storage
 from ._reader import FileReader, ReadFileError, resolve_allowed_roots
 
 __all__ = ["make_read_file"]
 
 
 def make_read_file(
-    workspace: str | os.PathLike[str],
+    workspace: str | os.PathLike[str] | Storage,
     truncation: TruncationConfig | None = None,
     allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
     max_bytes_cap: int | None = None,
@@ -23,7 +23,8 @@ def make_read_file(
     """The ``read_file`` tool: reads inside the workspace and ``allowed_roots``.
 
     Args:
-        workspace (`str | os.PathLike`): The workspace (always readable: notices point into it).
+        workspace (`str | os.PathLike | Storage`): The workspace (always readable: notices
+            point into it): a folder, or a :class:`Storage` (Redis) whose saved results it reads.
         truncation (`TruncationConfig | None`): Byte limits; defaults to the documented ones.
         allowed_roots (`Sequence[str] | None`): Extra readable roots; empty or ``None`` means
             the current directory.
@@ -32,12 +33,19 @@ def make_read_file(
     Returns:
         An async function named ``read_file`` returning the text (or a one-line ``Error: ...``).
     """
-    reader = FileReader(
-        resolve_allowed_roots(workspace, allowed_roots),
-        truncation,
-        max_bytes_cap,
-        text_dirs=[Path(workspace).absolute() / TOOL_RESULT_DIRNAME],
-    )
+    if isinstance(workspace, LocalStorage):
+        workspace = workspace.root
+    if isinstance(workspace, Storage):
+        # Saved results come from the server; files from the allowed roots.
+        roots = resolve_allowed_roots(os.getcwd(), allowed_roots)[1:] or [Path.cwd()]
+        reader = FileReader(roots, truncation, max_bytes_cap, storage=workspace)
+    else:
+        reader = FileReader(
+            resolve_allowed_roots(workspace, allowed_roots),
+            truncation,
+            max_bytes_cap,
+            text_dirs=[Path(workspace).absolute() / TOOL_RESULT_DIRNAME],
+        )
 
     async def read_file(
         file_path: str,

@@ -9,6 +9,7 @@ bad range) is a one-line error string the agent can read, never an exception.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Sequence
@@ -66,9 +67,13 @@ class FileReader:
         truncation: TruncationConfig | None = None,
         max_bytes_cap: int | None = None,
         text_dirs: Sequence[Path] = (),
+        storage: Any = None,
     ) -> None:
         if not roots:
             raise ValueError("read_file needs at least one allowed root")
+        self.storage = storage
+        """A workspace :class:`Storage` that is not a folder: its ``tool_result/`` paths are
+        read from it (the agent sees the same text as from a local workspace)."""
         self.roots = list(roots)
         self.text_dirs = list(text_dirs)
         self.truncation = truncation or TruncationConfig()
@@ -110,6 +115,23 @@ class FileReader:
             raise ReadFileError(f"{file_path} is not a regular file")
         return candidate
 
+    def _stored(self, file_path: str) -> io.BytesIO | None:
+        """A saved tool result of a workspace that is not a folder (Redis), read whole; ``None``
+        for a path on disk."""
+        if self.storage is None or not isinstance(file_path, str):
+            return None
+        key = file_path.strip().replace("\\", "/")
+        if not _SAVED_RESULT_RE.fullmatch(key) or not key.startswith("tool_result/"):
+            return None
+        data = self.storage.read(key)
+        if data is None:
+            raise ReadFileError(
+                f"{file_path} has expired: saved tool results are deleted after the "
+                "workspace's ttl_days once no live message or summary names them; the excerpt "
+                "you have is what remains"
+            )
+        return io.BytesIO(data)
+
     def read(
         self,
         file_path: str,
@@ -127,10 +149,13 @@ class FileReader:
             `ReadFileError`: With a message for the agent.
         """
         start_line, end_line, start_byte = _check_range(start_line, end_line, start_byte)
-        path = self.resolve(file_path)
+        stored = self._stored(file_path)
+        path = None if stored is not None else self.resolve(file_path)
         try:
-            with open(path, "rb") as handle:
-                known_text = any(is_within(path, folder) for folder in self.text_dirs)
+            with stored if stored is not None else open(path, "rb") as handle:
+                known_text = stored is not None or any(
+                    is_within(path, folder) for folder in self.text_dirs
+                )
                 if not known_text and b"\x00" in handle.read(_BINARY_SNIFF_BYTES):
                     raise ReadFileError(
                         f"{file_path} looks like a binary file (it contains NUL bytes); "

@@ -1,4 +1,5 @@
-"""The file-system layer of the context (SPEC 2.2): dialog files, saved tool results, locks."""
+"""The storage layer of the context (SPEC 2.2): dialog logs, saved tool results, locks, on a
+local folder or a Redis server behind one :class:`Storage` interface."""
 
 from ._dialog_records import DialogRecord, DialogRef, DictCodec, RecordCodec, dialog_date
 from ._dialog_store import DIALOG_DIRNAME, DialogStore
@@ -9,6 +10,13 @@ from ._files import (
     ensure_directory,
     file_lock,
     is_within,
+)
+from ._storage import (
+    LocalStorage,
+    Storage,
+    check_storage_writable,
+    is_storage_url,
+    open_storage,
 )
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,
@@ -25,14 +33,19 @@ __all__ = [
     "DialogRef",
     "DialogStore",
     "DictCodec",
+    "LocalStorage",
     "RecordCodec",
+    "Storage",
     "ToolResultStore",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_storage_writable",
     "check_writable",
     "dialog_date",
     "ensure_directory",
     "file_lock",
+    "is_storage_url",
     "is_within",
+    "open_storage",
     "saved_paths",
 ]

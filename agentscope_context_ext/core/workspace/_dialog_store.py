@@ -11,48 +11,49 @@ same messages on the next compaction).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date
-from pathlib import Path
 from typing import Any, Generic
 
 from ..messages import string_values
 from ..truncation import split_notice
 from ._dialog_records import DialogRecord, DialogRef, DictCodec, M, RecordCodec, dialog_date
-from ._files import ensure_directory, file_lock
+from ._storage import Storage, open_storage
 from ._tool_result_store import ToolResultStore
 
 logger = logging.getLogger("agentscope_context_ext")
 
 DIALOG_DIRNAME = "dialog"
 _FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
-_CHUNK = 1 << 16
 
 
 class DialogStore(Generic[M]):
     """Appends messages to dated JSONL files and reads them back.
 
     Args:
-        workspace (`str | os.PathLike`): The workspace folder.
+        workspace (`str | os.PathLike | Storage`): The workspace: a folder, a ``redis://`` URL
+            or an open :class:`Storage` (a log of lines per day on either).
         today (`Callable[[], date]`): Returns today's local date; tests inject one.
         codec (`RecordCodec`): Turns messages into records and back (default: plain dicts).
     """
 
     def __init__(
         self,
-        workspace: str | os.PathLike[str],
+        workspace: str | os.PathLike[str] | Storage,
         today: Callable[[], date] = date.today,
         codec: RecordCodec[M] | None = None,
     ) -> None:
         self.codec: RecordCodec[Any] = codec or DictCodec()
-        self.workspace = Path(workspace)
-        self.directory = self.workspace / DIALOG_DIRNAME
+        self.storage = open_storage(workspace)
+        self.directory = f"{self.storage.location}/{DIALOG_DIRNAME}"
+        """Where the dialog goes, for messages."""
         self._today = today
-        self._results = ToolResultStore(self.workspace)
+        self._results = ToolResultStore(self.storage)
 
     # ------------------------------------------------------------------ writing
 
@@ -69,7 +70,6 @@ class DialogStore(Generic[M]):
         """
         if not msgs:
             return []
-        ensure_directory(self.directory)
         today = self._today()
         groups: dict[date, list[bytes]] = {}
         for msg in msgs:
@@ -77,51 +77,34 @@ class DialogStore(Generic[M]):
             day = dialog_date(record.get("timestamp"), today)
             groups.setdefault(day, []).append(_encode_line(record))
         refs = []
-        with file_lock(self.directory / ".lock"):
-            for day in sorted(groups):
-                refs.append(self._append_lines(day, groups[day]))
-        return refs
-
-    def _append_lines(self, day: date, lines: list[bytes]) -> DialogRef:
-        name = f"{day.isoformat()}.jsonl"
-        path = self.directory / name
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        with os.fdopen(fd, "r+b") as handle:
-            existing = _count_lines(handle)
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            prefix = b""
-            if size:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    # A torn last line from a crash: end it, so our first line stays whole.
-                    prefix = b"\n"
-            handle.write(prefix + b"".join(lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-        return DialogRef(
-            file=f"{DIALOG_DIRNAME}/{name}",
-            first_line=existing + 1,
-            last_line=existing + len(lines),
+        # One writer at a time: the lines of one compaction stay together, in order (a backend
+        # whose appends are atomic by themselves needs no lock for that).
+        lock = (
+            contextlib.nullcontext()
+            if self.storage.atomic_appends
+            else self.storage.lock(f"{DIALOG_DIRNAME}/.lock")
         )
+        with lock:
+            for day in sorted(groups):
+                key = f"{DIALOG_DIRNAME}/{day.isoformat()}.jsonl"
+                existing = self.storage.append_lines(key, groups[day])
+                refs.append(
+                    DialogRef(
+                        file=key, first_line=existing + 1, last_line=existing + len(groups[day])
+                    )
+                )
+        return refs
 
     # ------------------------------------------------------------------ reading
 
     def files(self) -> list[str]:
         """Workspace-relative dialog files, newest date first."""
-        try:
-            names = [n for n in os.listdir(self.directory) if _FILE_RE.match(n)]
-        except FileNotFoundError:
-            return []
+        names = [n for n in self.storage.names(DIALOG_DIRNAME) if _FILE_RE.match(n)]
         return [f"{DIALOG_DIRNAME}/{n}" for n in sorted(names, reverse=True)]
 
     def line_count(self, file: str) -> int:
         """Lines in a dialog file (0 if it does not exist)."""
-        try:
-            with open(self._resolve(file), "rb") as handle:
-                return _count_lines(handle)
-        except FileNotFoundError:
-            return 0
+        return self.storage.line_count(self._resolve(file))
 
     def iter_records(self, newest_first: bool = True) -> Iterator[DialogRecord]:
         """Every saved message once (by id), files newest first and lines from the end.
@@ -132,8 +115,9 @@ class DialogStore(Generic[M]):
         seen: set[str] = set()
         files = self.files() if newest_first else list(reversed(self.files()))
         for file in files:
-            lines = _lines_backwards if newest_first else _lines_forwards
-            for line_no, raw in lines(self._resolve(file)):
+            key = self._resolve(file)
+            lines = self.storage.lines_backwards(key) if newest_first else self.storage.lines(key)
+            for line_no, raw in lines:
                 record = self._decode(raw, file, line_no)
                 if record is None or record.record["id"] in seen:
                     continue
@@ -180,12 +164,10 @@ class DialogStore(Generic[M]):
             except ValueError:
                 raise ValueError(f"date must look like YYYY-MM-DD, got {day!r}") from None
             file = f"{DIALOG_DIRNAME}/{parsed.isoformat()}.jsonl"
-        path = self._resolve(file)
-        if not path.is_file():
-            return file, []
+        key = self._resolve(file)
         records = []
         if start_line is None:
-            for line_no, raw in _lines_backwards(path):
+            for line_no, raw in self.storage.lines_backwards(key):
                 record = self._decode(raw, file, line_no)
                 if record is not None:
                     records.append(record)
@@ -193,9 +175,7 @@ class DialogStore(Generic[M]):
                     break
             records.reverse()
         else:
-            for line_no, raw in _lines_forwards(path):
-                if line_no < start_line:
-                    continue
+            for line_no, raw in self.storage.lines(key, start_line):
                 if line_no >= start_line + limit:
                     break
                 record = self._decode(raw, file, line_no)
@@ -251,11 +231,11 @@ class DialogStore(Generic[M]):
             logger.warning("skipping corrupt line %d of %s: %s", line_no, file, exc or "invalid")
             return None
 
-    def _resolve(self, file: str) -> Path:
+    def _resolve(self, file: str) -> str:
         name = file.replace("\\", "/").rpartition("/")[2]
         if not _FILE_RE.match(name):
             raise ValueError(f"not a dialog file name: {file!r}")
-        return self.directory / name
+        return f"{DIALOG_DIRNAME}/{name}"
 
 
 # ---------------------------------------------------------------------- line helpers
@@ -263,49 +243,7 @@ class DialogStore(Generic[M]):
 
 def _encode_line(record: dict[str, Any]) -> bytes:
     try:
-        text = json.dumps(record, ensure_ascii=False, default=str)
-        return text.encode("utf-8") + b"\n"
+        return json.dumps(record, ensure_ascii=False, default=str).encode("utf-8")
     except UnicodeEncodeError:
         # Lone surrogates cannot be UTF-8; ASCII escapes keep them exactly (json round-trips).
-        return json.dumps(record, ensure_ascii=True, default=str).encode("ascii") + b"\n"
-
-
-def _count_lines(handle) -> int:
-    handle.seek(0)
-    count = 0
-    last = b""
-    while chunk := handle.read(_CHUNK):
-        count += chunk.count(b"\n")
-        last = chunk[-1:]
-    return count + (1 if last and last != b"\n" else 0)
-
-
-def _lines_forwards(path: Path) -> Iterator[tuple[int, bytes]]:
-    with open(path, "rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            yield line_no, raw.rstrip(b"\n")
-
-
-def _lines_backwards(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Lines from the last to the first, with their 1-based numbers, reading in chunks."""
-    with open(path, "rb") as handle:
-        line_no = _count_lines(handle)
-        position = handle.seek(0, os.SEEK_END)
-        pending = b""
-        first_chunk = True
-        while position > 0:
-            size = min(_CHUNK, position)
-            position -= size
-            handle.seek(position)
-            pending = handle.read(size) + pending
-            if first_chunk:
-                first_chunk = False
-                if pending.endswith(b"\n"):
-                    pending = pending[:-1]
-            pieces = pending.split(b"\n")
-            pending = pieces[0]
-            for raw in reversed(pieces[1:]):
-                yield line_no, raw
-                line_no -= 1
-        if line_no >= 1:
-            yield line_no, pending
+        return json.dumps(record, ensure_ascii=True, default=str).encode("ascii")

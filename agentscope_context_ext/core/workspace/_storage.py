@@ -6,7 +6,7 @@ in workspace-relative keys that are the local paths (``dialog/2026-12-03.jsonl``
 ``tool_result/<hash>.txt``, ``Memory.md``, ``memory/jobs/<id>.json``):
 
 - whole values: :meth:`~Storage.read`, :meth:`~Storage.write` (atomic, optionally expiring),
-  :meth:`~Storage.delete`, :meth:`~Storage.touch`, :meth:`~Storage.age`, :meth:`~Storage.names`;
+  :meth:`~Storage.delete`, :meth:`~Storage.touch`, :meth:`~Storage.mtime`, :meth:`~Storage.names`;
 - line logs: :meth:`~Storage.append_lines` (durable, numbered from 1 in append order),
   :meth:`~Storage.line_count`, :meth:`~Storage.lines`, :meth:`~Storage.lines_backwards`;
 - locks: :meth:`~Storage.lock`, exclusive across processes and machines sharing the workspace,
@@ -21,32 +21,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ..errors import WorkspaceError
 from ._files import atomic_write_bytes, ensure_directory, file_lock
+from ._keys import check_key
+
+_CHUNK = 1 << 16
 
 __all__ = [
     "LocalStorage",
     "Storage",
+    "check_storage_writable",
     "is_storage_url",
     "open_storage",
 ]
-
-_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*$")
-_CHUNK = 1 << 16
-
-
-def check_key(key: str) -> str:
-    """``key`` if it is a workspace-relative name (no ``..``, no absolute path), else
-    ``ValueError``: nothing from outside ever becomes a path or a key unchecked."""
-    if not isinstance(key, str) or not _KEY_RE.match(key) or ".." in key.split("/"):
-        raise ValueError(f"not a workspace key: {key!r}")
-    return key
 
 
 @runtime_checkable
@@ -56,8 +47,12 @@ class Storage(Protocol):
     location: str
     """Where it is, for messages (a folder, or a Redis URL without its password)."""
 
-    def read(self, key: str) -> bytes | None:
-        """The value of ``key`` (a log reads as its lines joined), ``None`` if absent."""
+    atomic_appends: bool
+    """Whether :meth:`append_lines` is atomic by itself (no lock needed around it)."""
+
+    def read(self, key: str, limit: int | None = None) -> bytes | None:
+        """The value of ``key`` (a log reads as its lines joined; at most ``limit`` bytes of
+        it), ``None`` if absent."""
         ...
 
     def write(self, key: str, data: bytes, ttl_seconds: float | None = None) -> None:
@@ -73,8 +68,12 @@ class Storage(Protocol):
         """Make ``key`` young again (its TTL restarts); whether it exists."""
         ...
 
-    def age(self, key: str) -> float | None:
-        """Seconds since ``key`` was written or touched (``None`` if absent)."""
+    def mtime(self, key: str) -> float | None:
+        """When ``key`` was last written or touched (Unix time; ``None`` if absent)."""
+        ...
+
+    def size(self, key: str) -> int:
+        """Bytes of ``key`` (0 if absent)."""
         ...
 
     def names(self, prefix: str) -> list[str]:
@@ -135,6 +134,9 @@ class LocalStorage:
         root (`str | os.PathLike`): The workspace folder (created if needed).
     """
 
+    atomic_appends = False
+    """Counting the lines and appending are two steps: writers take a lock."""
+
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = ensure_directory(Path(root))
         self.location = str(self.root)
@@ -145,9 +147,10 @@ class LocalStorage:
 
     # ------------------------------------------------------------------ values
 
-    def read(self, key: str) -> bytes | None:
+    def read(self, key: str, limit: int | None = None) -> bytes | None:
         try:
-            return self.path(key).read_bytes()
+            with open(self.path(key), "rb") as handle:
+                return handle.read() if limit is None else handle.read(limit)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
@@ -162,17 +165,23 @@ class LocalStorage:
         return True
 
     def touch(self, key: str, ttl_seconds: float | None = None) -> bool:
-        try:
-            os.utime(self.path(key))
-        except FileNotFoundError:
-            return False
+        path = self.path(key)
+        if path.is_symlink() or not path.is_file():
+            return False  # never refresh (or follow) what this store did not write
+        os.utime(path)
         return True
 
-    def age(self, key: str) -> float | None:
+    def mtime(self, key: str) -> float | None:
         try:
-            return max(0.0, time.time() - self.path(key).stat().st_mtime)
+            return self.path(key).stat().st_mtime
         except FileNotFoundError:
             return None
+
+    def size(self, key: str) -> int:
+        try:
+            return self.path(key).stat().st_size
+        except FileNotFoundError:
+            return 0
 
     def names(self, prefix: str) -> list[str]:
         try:
@@ -268,6 +277,20 @@ def _backwards(handle) -> Iterator[tuple[int, bytes]]:
             line_no -= 1
     if line_no >= 1:
         yield line_no, pending
+
+
+def check_storage_writable(storage: Storage) -> None:
+    """Prove ``storage`` takes a write (a read-only replica or a full server does not).
+
+    Raises:
+        `WorkspaceError`: Naming the workspace and the server's reason.
+    """
+    key = f".write-check-{os.getpid()}"
+    try:
+        storage.write(key, b"ok")
+        storage.delete(key)
+    except Exception as exc:  # noqa: BLE001 - whatever the backend raises, one clear error
+        raise storage_error(storage.location, exc) from None
 
 
 def storage_error(location: str, exc: BaseException) -> WorkspaceError:

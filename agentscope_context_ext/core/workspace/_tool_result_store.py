@@ -14,13 +14,11 @@ import hashlib
 import logging
 import os
 import re
-import stat
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 from ..truncation import encode_text
-from ._files import atomic_write_bytes, ensure_directory
+from ._storage import Storage, open_storage
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -59,21 +57,23 @@ class ToolResultStore:
     """Saves full tool results under ``<workspace>/tool_result/`` and expires them.
 
     Args:
-        workspace (`str | os.PathLike`): The workspace folder (created if needed).
+        workspace (`str | os.PathLike | Storage`): The workspace: a folder (created if needed),
+            a ``redis://`` URL, or an open :class:`Storage`.
         ttl_days (`float`): Age in days after which a saved result is deleted.
         clock (`Callable[[], float]`): Returns "now" as a Unix timestamp; tests inject one.
     """
 
     def __init__(
         self,
-        workspace: str | os.PathLike[str],
+        workspace: str | os.PathLike[str] | Storage,
         ttl_days: float = 7,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if ttl_days <= 0:
             raise ValueError(f"ttl_days must be positive, got {ttl_days}")
-        self.workspace = Path(workspace)
-        self.directory = self.workspace / TOOL_RESULT_DIRNAME
+        self.storage = open_storage(workspace)
+        self.directory = f"{self.storage.location}/{TOOL_RESULT_DIRNAME}"
+        """Where the results go, for messages."""
         self.ttl_days = ttl_days
         self._clock = clock
         self._last_cleanup: float | None = None
@@ -97,16 +97,13 @@ class ToolResultStore:
         return self._save(data, f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.txt")
 
     def _save(self, data: bytes, name: str) -> str:
-        ensure_directory(self.directory)
-        path = self.directory / name
-        try:
-            if path.stat().st_size == len(data) and not path.is_symlink():
-                os.utime(path)  # same content already saved: make it young again
-                return f"{TOOL_RESULT_DIRNAME}/{name}"
-        except FileNotFoundError:
-            pass
-        atomic_write_bytes(path, data)
-        return f"{TOOL_RESULT_DIRNAME}/{name}"
+        key = f"{TOOL_RESULT_DIRNAME}/{name}"
+        ttl = self.ttl_days * 86400.0  # used by backends that expire keys themselves (Redis)
+        # The name is the content's hash: the same name is the same bytes, so an existing one
+        # is only made young again.
+        if not self.storage.touch(key, ttl):
+            self.storage.write(key, data, ttl)
+        return key
 
     def save_media(self, data: bytes, media_type: str) -> str:
         """Write a media file (e.g. a decoded base64 image) and return its relative path."""
@@ -122,12 +119,12 @@ class ToolResultStore:
         """
         if not self.is_own_path(relative_path):
             return None
-        path = self.directory / relative_path.replace("\\", "/").rpartition("/")[2]
+        key = f"{TOOL_RESULT_DIRNAME}/{relative_path.replace(chr(92), '/').rpartition('/')[2]}"
         try:
-            with open(path, "rb") as handle:
-                return handle.read(max_bytes).decode("utf-8", errors="replace")
+            data = self.storage.read(key, max_bytes)
         except OSError:
             return None
+        return None if data is None else data.decode("utf-8", errors="replace")
 
     def is_own_path(self, relative_path: str) -> bool:
         """Whether ``relative_path`` names a file this store writes (by shape, not existence)."""
@@ -154,29 +151,26 @@ class ToolResultStore:
         removed: list[str] = []
         kept = {path.replace("\\", "/") for path in keep}
         try:
-            entries = list(os.scandir(self.directory))
-        except FileNotFoundError:
-            return removed
+            names = self.storage.names(TOOL_RESULT_DIRNAME)
         except OSError as exc:
             logger.warning("TTL cleanup cannot list %s: %s", self.directory, exc)
             return removed
-        for entry in entries:
-            if not _NAME_RE.match(entry.name) or f"{TOOL_RESULT_DIRNAME}/{entry.name}" in kept:
+        for name in names:
+            key = f"{TOOL_RESULT_DIRNAME}/{name}"
+            if not _NAME_RE.match(name):
+                continue
+            if key in kept:
+                # Still named by the context: young again (on Redis, its expiry restarts).
+                self.storage.touch(key, ttl * 86400.0)
+                continue
+            mtime = self.storage.mtime(key)
+            if mtime is None or mtime >= cutoff:
                 continue
             try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not stat.S_ISREG(info.st_mode) or info.st_mtime >= cutoff:
-                continue
-            try:
-                os.unlink(entry.path)
-            except FileNotFoundError:
-                continue  # another process sharing the workspace got there first
+                if self.storage.delete(key):
+                    removed.append(key)
             except OSError as exc:
-                logger.warning("TTL cleanup cannot delete %s: %s", entry.path, exc)
-                continue
-            removed.append(f"{TOOL_RESULT_DIRNAME}/{entry.name}")
+                logger.warning("TTL cleanup cannot delete %s: %s", key, exc)
         return removed
 
     def maybe_cleanup(self, keep: Callable[[], Iterable[str]] = tuple) -> list[str] | None:

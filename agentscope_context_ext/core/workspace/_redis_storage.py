@@ -1,0 +1,280 @@
+"""A workspace on a Redis server: every store shared by many worker processes and machines.
+
+Layout, under ``<prefix>:`` (``?prefix=NAME`` in the URL, default ``ace``):
+
+- a value (``tool_result/<hash>.txt``, ``Memory.md``, a note, a journal entry) is a string, and
+  the time of its last write a companion key (``<prefix>:mtime:<key>``) with the same expiry; a
+  TTL is Redis's own key expiry, so saved tool results vanish by themselves after ``ttl_days``
+  unless the context still names them (the cleanup then renews them);
+- a log (``dialog/<date>.jsonl``) is a list, one element per line: ``RPUSH`` is atomic and
+  returns the new length, so line numbers are exactly those of the local file;
+- each folder keeps a set of its names (``<prefix>:dir:<folder>``) so that listing never scans
+  the keyspace; names whose key expired are dropped when listed;
+- a lock is a key set with ``NX`` and a lease (``PX``), released only by its holder (a token
+  compared in a Lua script): a worker killed while holding it blocks the others for the lease
+  at most.
+
+Durability is Redis's: with AOF and ``appendfsync always`` an acknowledged write is on the
+server's disk; with ``everysec`` up to a second of writes can be lost in a server crash; without
+persistence a restart loses everything (``agentscope-context inspect`` warns about that).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlparse, urlunparse
+
+from ..errors import WorkspaceError
+from ._keys import check_key
+
+__all__ = ["RedisStorage"]
+
+DEFAULT_PREFIX = "ace"
+LOCK_LEASE_SECONDS = 60.0
+"""How long a lock outlives a holder that died without releasing it."""
+_PAGE = 1000
+_RELEASE = """if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0"""
+
+
+class RedisStorage:
+    """The :class:`~agentscope_context_ext.core.workspace.Storage` of a Redis workspace.
+
+    ``RPUSH`` numbers and appends in one atomic command, so log appends need no lock.
+
+    Args:
+        client: A ``redis.Redis`` client (bytes responses).
+        prefix (`str`): Namespace of every key.
+        location (`str`): The URL without its password, for messages.
+    """
+
+    atomic_appends = True
+
+    def __init__(
+        self,
+        client,
+        prefix: str = DEFAULT_PREFIX,
+        location: str = "redis",
+        lock_lease_seconds: float = LOCK_LEASE_SECONDS,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.location = location
+        self.lock_lease_seconds = lock_lease_seconds
+        self._release = client.register_script(_RELEASE)
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisStorage:
+        """Connect to ``redis://[user:password@]host:port/db[?prefix=NAME][&lock_lease=SECONDS]``
+        and check it answers.
+
+        Raises:
+            `WorkspaceError`: A bad URL, no ``redis`` client installed, or no server there.
+        """
+        parsed = urlparse(url.strip())
+        query = parse_qs(parsed.query)
+        unknown = set(query) - {"prefix", "lock_lease"}
+        location = _redacted(parsed)
+        if (
+            not parsed.hostname
+            or unknown
+            or (parsed.path not in ("", "/") and not (parsed.path.strip("/").isdigit()))
+        ):
+            detail = f"unknown option {sorted(unknown)[0]!r}" if unknown else "expected"
+            raise WorkspaceError(
+                f"workspace {location}: {detail} redis://[user:password@]host:port/db[?prefix=NAME]"
+            )
+        prefix = (query.get("prefix") or [DEFAULT_PREFIX])[0]
+        try:
+            lease = float((query.get("lock_lease") or [LOCK_LEASE_SECONDS])[0])
+        except ValueError:
+            lease = 0.0
+        if not 0.1 <= lease <= 3600:
+            raise WorkspaceError(f"workspace {location}: lock_lease must be 0.1 to 3600 seconds")
+        if not prefix or not all(c.isalnum() or c in "_-." for c in prefix):
+            raise WorkspaceError(f"workspace {location}: prefix must be letters, digits, _ - .")
+        try:
+            import redis
+        except ImportError:
+            raise WorkspaceError(
+                f"workspace {location} needs the redis client: "
+                "pip install 'agentscope-context-ext[redis]'"
+            ) from None
+        try:
+            parsed.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            raise WorkspaceError(f"workspace {location}: the port is not a number") from None
+        client = redis.Redis.from_url(
+            urlunparse(parsed._replace(query="")),
+            socket_connect_timeout=5,
+            socket_timeout=30,
+            health_check_interval=30,
+        )
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            reason = " ".join(str(exc).split())[:200]
+            raise WorkspaceError(f"cannot reach the workspace {location}: {reason}") from None
+        return cls(client, prefix, location, lease)
+
+    # ------------------------------------------------------------------ keys
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}:{check_key(key)}"
+
+    def _dir(self, key: str) -> str:
+        folder = key.rpartition("/")[0]
+        return f"{self.prefix}:dir:{folder}"
+
+    # ------------------------------------------------------------------ values
+
+    def _mtime(self, key: str) -> str:
+        return f"{self.prefix}:mtime:{check_key(key)}"
+
+    def read(self, key: str, limit: int | None = None) -> bytes | None:
+        name = self._key(key)
+        kind = self.client.type(name)
+        if kind == b"list":
+            lines = self.client.lrange(name, 0, -1)
+            data = b"".join(line + b"\n" for line in lines)
+            return data if limit is None else data[:limit]
+        if kind != b"string":
+            return None
+        if limit is None:
+            return self.client.get(name)
+        return self.client.getrange(name, 0, limit - 1) if limit > 0 else b""
+
+    def write(self, key: str, data: bytes, ttl_seconds: float | None = None) -> None:
+        name = self._key(key)
+        px = None if ttl_seconds is None else max(1, int(ttl_seconds * 1000))
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.set(name, data, px=px)
+            pipe.set(self._mtime(key), repr(time.time()), px=px)
+            pipe.sadd(self._dir(key), key.rpartition("/")[2])
+            pipe.execute()
+
+    def delete(self, key: str) -> bool:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(self._key(key))
+            pipe.delete(self._mtime(key))
+            pipe.srem(self._dir(key), key.rpartition("/")[2])
+            deleted, _, _ = pipe.execute()
+        return bool(deleted)
+
+    def touch(self, key: str, ttl_seconds: float | None = None) -> bool:
+        name = self._key(key)
+        px = None if ttl_seconds is None else max(1, int(ttl_seconds * 1000))
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.exists(name)
+            if px is not None:
+                pipe.pexpire(name, px)
+            pipe.set(self._mtime(key), repr(time.time()), px=px)
+            exists = pipe.execute()[0]
+        if not exists:
+            self.client.delete(self._mtime(key))
+        return bool(exists)
+
+    def mtime(self, key: str) -> float | None:
+        if not self.client.exists(self._key(key)):
+            return None
+        mtime = self.client.get(self._mtime(key))
+        return time.time() if mtime is None else float(mtime)
+
+    def size(self, key: str) -> int:
+        name = self._key(key)
+        kind = self.client.type(name)
+        if kind == b"string":
+            return int(self.client.strlen(name))
+        if kind == b"list":
+            return len(self.read(key) or b"")
+        return 0
+
+    def names(self, prefix: str) -> list[str]:
+        folder = prefix.rstrip("/")
+        members = sorted(m.decode() for m in self.client.smembers(f"{self.prefix}:dir:{folder}"))
+        if not members:
+            return []
+        with self.client.pipeline(transaction=False) as pipe:
+            for member in members:
+                pipe.exists(self._key(f"{folder}/{member}"))
+            alive = pipe.execute()
+        gone = [m for m, exists in zip(members, alive, strict=True) if not exists]
+        if gone:  # expired meanwhile (tool results): forget them
+            self.client.srem(f"{self.prefix}:dir:{folder}", *gone)
+        return [m for m, exists in zip(members, alive, strict=True) if exists]
+
+    # ------------------------------------------------------------------ logs
+
+    def append_lines(self, key: str, lines: list[bytes]) -> int:
+        if not lines:
+            return self.line_count(key)
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.rpush(self._key(key), *lines)
+            pipe.sadd(self._dir(key), key.rpartition("/")[2])
+            length, _ = pipe.execute()
+        return int(length) - len(lines)
+
+    def line_count(self, key: str) -> int:
+        name = self._key(key)
+        return int(self.client.llen(name)) if self.client.type(name) == b"list" else 0
+
+    def lines(self, key: str, start: int = 1) -> Iterator[tuple[int, bytes]]:
+        name = self._key(key)
+        index = max(start, 1) - 1
+        while True:
+            page = self.client.lrange(name, index, index + _PAGE - 1)
+            for offset, line in enumerate(page):
+                yield index + offset + 1, line
+            if len(page) < _PAGE:
+                return
+            index += _PAGE
+
+    def lines_backwards(self, key: str) -> Iterator[tuple[int, bytes]]:
+        name = self._key(key)
+        end = self.line_count(key)  # a snapshot: lines appended meanwhile are not read
+        while end > 0:
+            begin = max(0, end - _PAGE)
+            page = self.client.lrange(name, begin, end - 1)
+            for offset in range(len(page) - 1, -1, -1):
+                yield begin + offset + 1, page[offset]
+            end = begin
+
+    # ------------------------------------------------------------------ locks
+
+    @contextlib.contextmanager
+    def lock(self, name: str, timeout: float = 30.0) -> Iterator[None]:
+        key = f"{self.prefix}:lock:{check_key(name)}"
+        token = secrets.token_hex(16)
+        deadline = time.monotonic() + timeout
+        wait = 0.001
+        while not self.client.set(key, token, nx=True, px=int(self.lock_lease_seconds * 1000)):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the workspace lock {name} is held by another worker")
+            time.sleep(wait)  # a lock wait, not a test's synchronisation
+            wait = min(wait * 2, 0.01)
+        try:
+            yield
+        finally:
+            self._release(keys=[key], args=[token])
+
+    # ------------------------------------------------------------------ server
+
+    def persistence(self) -> dict[str, str]:
+        """The server's persistence settings (``appendonly``, ``appendfsync``, ``save``)."""
+        settings = {}
+        for option in ("appendonly", "appendfsync", "save"):
+            reply = self.client.config_get(option)
+            value = reply.get(option, reply.get(option.encode(), b""))
+            settings[option] = value.decode() if isinstance(value, bytes) else str(value)
+        return settings
+
+
+def _redacted(parsed) -> str:
+    """The URL with its password replaced by ``***``."""
+    if parsed.password is None:
+        return urlunparse(parsed)
+    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@")
+    return urlunparse(parsed._replace(netloc=netloc))
