@@ -255,7 +255,7 @@ def test_unusable_workspace_is_a_clear_error(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ concurrency
 
 
-def _agent_process(workspace: str, tag: str, steps: int) -> None:
+def _agent_process(workspace: str, tag: str, steps: int, ids_dir: str | None = None) -> None:
     import asyncio
 
     from agentscope_context_ext.testing import ModelCall
@@ -316,7 +316,7 @@ def _agent_process(workspace: str, tag: str, steps: int) -> None:
         await agent(Msg("user", f"{tag}: take notes", "user"))
         await manager.compact_now()
         ids = [m.id for m in agent.memory.messages]
-        Path(workspace, f"{tag}.ids.json").write_text(json.dumps(ids))
+        Path(ids_dir or workspace, f"{tag}.ids.json").write_text(json.dumps(ids))
 
     asyncio.run(main())
 

@@ -123,6 +123,94 @@ def test_a_bad_or_unreachable_redis_url_is_one_clear_error() -> None:
         assert "secret" not in message
 
 
+@pytest.mark.slow
+def test_four_agents_in_four_processes_share_one_redis(redis_url: str, tmp_path) -> None:
+    """4 worker processes x 200 agent steps, each its own session, one Redis workspace shared
+    (dialog log and Memory.md): no lost or torn dialog line, every fact present."""
+    import json
+
+    from test_hardening import _agent_process
+
+    tags = ("alpha", "beta", "gamma", "delta")
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_agent_process, args=(redis_url, tag, 200, str(tmp_path)))
+        for tag in tags
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(900)
+        assert worker.exitcode == 0
+    dialog = DialogStore(redis_url)
+    raw = [line for f in dialog.files() for _, line in dialog.storage.lines(f)]
+    records = [json.loads(line) for line in raw]  # every line whole
+    memory = LongTermMemory(redis_url).read()
+    for tag in tags:
+        results = {
+            b["id"]
+            for r in records
+            for b in (r["content"] if isinstance(r["content"], list) else [])
+            if b.get("type") == "tool_result"
+            and b["id"].startswith(f"{tag}-")
+            and not b["id"].startswith(f"{tag}-m")
+        }
+        assert len(results) >= 199, (tag, len(results))
+        assert json.loads((tmp_path / f"{tag}.ids.json").read_text())
+        facts = [line for line in memory.splitlines() if line.startswith(f"- {tag} fact ")]
+        assert len(facts) == 20, (tag, len(facts))
+
+
+def _killed_in_compaction(url: str, started) -> None:
+    """A worker that stops forever inside its first compaction (holding the Memory.md lock),
+    where the parent kills it."""
+    import asyncio
+
+    from agentscope.formatter import DashScopeChatFormatter
+
+    from agentscope_context_ext import enable_context_management
+
+    from agent_harness import make_agent, scripted_session, session_plan
+
+    agent = make_agent(
+        scripted_session(session_plan(total_calls=20, sizes_kb=[30, 200, 60, 12])),
+        DashScopeChatFormatter(),
+    )
+    manager = enable_context_management(agent, {"workspace": url, "max_input_tokens": 16384})
+    storage = manager.storage
+
+    def stop_inside(event) -> None:
+        if event.type == "dialog_saved":  # the dialog is written, the memory not yet updated
+            lock = storage.lock("memory/.lock")
+            lock.__enter__()
+            started.set()
+            threading.Event().wait()
+
+    manager.subscribe(stop_inside)
+    asyncio.run(agent(Msg("user", "collect the documents", "user")))
+
+
+def test_a_worker_killed_during_a_compaction_loses_nothing(redis_url: str) -> None:
+    import json
+    import os
+    import signal
+
+    url = f"{redis_url}&lock_lease=1"
+    context = multiprocessing.get_context("spawn")
+    started = context.Event()
+    worker = context.Process(target=_killed_in_compaction, args=(url, started))
+    worker.start()
+    assert started.wait(300)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(60)
+    dialog = DialogStore(url)
+    lines = [line for f in dialog.files() for _, line in dialog.storage.lines(f)]
+    assert lines and all(json.loads(line)["id"] for line in lines), "every saved line whole"
+    memory = LongTermMemory(url)
+    assert memory.append("after the kill"), "the dead worker's lock did not stay"
+    assert DialogStore(url).append([Msg("user", "next", "user")])[0].first_line == len(lines) + 1
+
+
 def _append_many(url: str, tag: str, count: int) -> None:
     memory = LongTermMemory(url)
     dialog = DialogStore(url)
