@@ -59,6 +59,10 @@ _ADAPTER_NAMES = (
 
 
 def __getattr__(name: str) -> Any:
+    if name == "build_agent":
+        value = import_module(".agentfile", __name__).build_agent
+        globals()[name] = value
+        return value
     if name in _ADAPTER_NAMES:
         value = getattr(import_module(".agentscope1", __name__), name)
         globals()[name] = value
@@ -93,6 +97,7 @@ __all__ = [
     "WorkspaceError",
     "WorkspaceWriteError",
     "__version__",
+    "build_agent",
     "consolidate",
     "enable_context_management",
     "get_token_counter",

@@ -178,10 +178,13 @@ def test_chat_continues_its_session(
         return models[-1], DashScopeChatFormatter()
 
     monkeypatch.setattr(_chat, "model_from_environment", scripted)
-    lines = iter(["my editor is ed-4711", "exit", "which editor do I use?", "exit"])
-    monkeypatch.setattr("builtins.input", lambda *args: next(lines))
+    import io
+
+    stdin = iter([io.StringIO("my editor is ed-4711\nexit\n"), io.StringIO("which editor?\n")])
+    monkeypatch.setattr("sys.stdin", next(stdin))
     assert main(["chat"]) == 0
     assert (tmp_path / ".agentscope-context" / "sessions" / "chat.json").is_file()
+    monkeypatch.setattr("sys.stdin", next(stdin))
     assert main(["chat"]) == 0
     assert "ed-4711" in str(models[1].calls[0].messages), "the second chat saw the first"
     assert main(["chat", "--session", "../escape"]) == 2

@@ -484,11 +484,14 @@ def test_chat_continues_its_session_on_a_redis_workspace(
         return models[-1], DashScopeChatFormatter()
 
     monkeypatch.setattr(_chat, "model_from_environment", scripted)
-    lines = iter(["my editor is ed-4711", "exit", "which editor do I use?", "exit"])
-    monkeypatch.setattr("builtins.input", lambda *args: next(lines))
+    import io
+
+    stdin = iter([io.StringIO("my editor is ed-4711\nexit\n"), io.StringIO("which editor?\n")])
     config = tmp_path / "chat.json"
     config.write_text(json.dumps({"workspace": redis_url}))
+    monkeypatch.setattr("sys.stdin", next(stdin))
     assert main(["chat", "--config", str(config)]) == 0
+    monkeypatch.setattr("sys.stdin", next(stdin))
     assert main(["chat", "--config", str(config)]) == 0
     assert "ed-4711" in str(models[1].calls[0].messages), "the second chat saw the first"
     assert not (tmp_path / "redis:").exists()

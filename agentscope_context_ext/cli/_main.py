@@ -123,12 +123,18 @@ def _parser() -> argparse.ArgumentParser:
 
     chat = commands.add_parser(
         "chat",
-        help="chat with an agent that has context management (needs an API key)",
-        description="An interactive ReActAgent with context management on. Uses DashScopeChatModel "
-        "when DASHSCOPE_API_KEY is set, else OpenAIChatModel when OPENAI_API_KEY is set. The "
-        "conversation is saved after every turn (AtomicJSONSession, in <workspace>/sessions/) "
-        "and continued by the next chat with the same --session.",
+        help="chat with an agent that has context management (your model: --agent FILE)",
+        description="A ReActAgent with context management on. With --agent, the agent file "
+        "says the model (dashscope, openai, anthropic, ollama or any openai-compatible server), "
+        "tools and context settings; without it, DashScopeChatModel when DASHSCOPE_API_KEY is set, "
+        "else OpenAIChatModel when OPENAI_API_KEY is set. On a terminal it is interactive; "
+        "otherwise every line of stdin is one message. /compact, /context and /memory are "
+        "commands. The conversation is saved after every turn and continued by the next chat "
+        "with the same --session.",
     )
+    chat.add_argument("--agent", type=Path, help="the agent file (YAML), see configs/agents/")
+    chat.add_argument("--model", help="the model name, instead of the agent file's")
+    chat.add_argument("--base-url", help="the model's server, instead of the agent file's")
     _config_argument(chat)
     studio_arguments(chat)
     chat.add_argument(
@@ -146,6 +152,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _workspace_argument(consolidate)
     _config_argument(consolidate)
+    consolidate.add_argument(
+        "--agent", type=Path, help="use this agent file's model (as its Summarizer does)"
+    )
     return parser
 
 
@@ -254,10 +263,16 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
     if not pending:
         print("nothing to consolidate: no daily notes since the last consolidation")
         return EXIT_OK
-    try:
-        model, formatter = model_from_environment(settings.model)
-    except NoModelError as exc:
-        raise BadInput(str(exc)) from None
+    if args.agent is not None:
+        from ..agentfile import build_model
+        from ..core.agent_file import load_agent_file
+
+        model, formatter = build_model(load_agent_file(args.agent).model)
+    else:
+        try:
+            model, formatter = model_from_environment(settings.model)
+        except NoModelError as exc:
+            raise BadInput(str(exc)) from None
     print(f"consolidating {len(pending)} day(s) of notes: {', '.join(pending)}", flush=True)
     result = asyncio.run(consolidate(memory, model, formatter, max_bytes=settings.max_bytes))
     print(
@@ -302,10 +317,14 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from ._chat import run_chat
+    from ._chat import ModelUnreachable, run_chat
     from ._models import MODEL_ENV_VARS, NoModelError
 
-    config = _config(args.config)
+    if args.agent is not None and args.config is not None:
+        raise BadInput("--agent and --config: the agent file has its own context: section")
+    if args.agent is None and args.base_url:
+        raise BadInput("--base-url needs --agent (the agent file says the provider)")
+    config = None if args.agent is not None else _config(args.config)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", args.session):
         raise BadInput(
             f"--session {args.session!r}: use letters, digits, '.', '_' or '-' (at most 64)"
@@ -313,7 +332,17 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     if args.studio_url:  # the user then types in Studio's page, as with agentscope.init
         connect_studio(args.studio_url, args.project, f"chat {args.session}")
     try:
-        run_chat(config, session_id=args.session)
+        run_chat(
+            config,
+            session_id=args.session,
+            agent_file=args.agent,
+            model_name=args.model,
+            base_url=args.base_url,
+        )
     except NoModelError:
-        raise BadInput(f"chat needs a model: set {' or '.join(MODEL_ENV_VARS)}") from None
+        raise BadInput(
+            f"chat needs a model: --agent FILE, or set {' or '.join(MODEL_ENV_VARS)}"
+        ) from None
+    except ModelUnreachable as exc:
+        raise BadInput(str(exc)) from None
     return EXIT_OK

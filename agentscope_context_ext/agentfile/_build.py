@@ -1,0 +1,157 @@
+"""Build the AgentScope 1.x agent an agent file describes.
+
+Each provider maps onto AgentScope's own model and formatter classes, so the real client stack
+runs (HTTP, streaming with tool-call deltas, reported usage):
+
+====================  ========================  ===========================  ====================
+provider              model class               formatter                    ``base_url`` goes to
+====================  ========================  ===========================  ====================
+``dashscope``         ``DashScopeChatModel``    ``DashScopeChatFormatter``   ``base_http_api_url``
+``openai``            ``OpenAIChatModel``       ``OpenAIChatFormatter``      the client's base URL
+``openai-compatible`` ``OpenAIChatModel``       ``OpenAIChatFormatter``      (required)
+``anthropic``         ``AnthropicChatModel``    ``AnthropicChatFormatter``   the client's base URL
+``ollama``            ``OllamaChatModel``       ``OllamaChatFormatter``      ``host``
+====================  ========================  ===========================  ====================
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from agentscope.agent import ReActAgent
+from agentscope.formatter import FormatterBase
+from agentscope.model import ChatModelBase
+from agentscope.tool import Toolkit
+
+from ..agentscope1 import enable_context_management
+from ..core.agent_file import AgentFile, ModelSettings, load_agent_file
+from ..core.errors import ConfigError
+from ..demo import make_explorer_tools
+
+__all__ = ["ModelUnavailable", "build_agent", "build_model"]
+
+LOCAL_KEY = "no-key"
+"""What an OpenAI-compatible local server gets as its key when none is configured."""
+
+
+class ModelUnavailable(ConfigError):
+    """The model cannot be used as configured (a missing key, a client not installed)."""
+
+
+def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:
+    """AgentScope's model and formatter for ``settings``.
+
+    Raises:
+        `ConfigError`: A key the provider needs is not set, or ``openai-compatible`` has no
+            ``base_url``.
+    """
+    provider = settings.provider
+    options = dict(settings.options)
+    if provider == "openai-compatible" and not settings.base_url:
+        raise ConfigError("model.base_url: an openai-compatible model needs the server's URL")
+    key = settings.api_key()
+    models = importlib.import_module("agentscope.model")
+    formatters = importlib.import_module("agentscope.formatter")
+    if provider == "dashscope":
+        model = models.DashScopeChatModel(
+            model_name=settings.model,
+            api_key=key,
+            stream=settings.stream,
+            generate_kwargs=options or None,
+            base_http_api_url=settings.base_url,
+        )
+        return model, formatters.DashScopeChatFormatter()
+    if provider in ("openai", "openai-compatible"):
+        client = {"base_url": settings.base_url} if settings.base_url else {}
+        model = models.OpenAIChatModel(
+            model_name=settings.model,
+            api_key=key or LOCAL_KEY,
+            stream=settings.stream,
+            client_kwargs=client or None,
+            generate_kwargs=options or None,
+        )
+        return model, formatters.OpenAIChatFormatter()
+    if provider == "anthropic":
+        max_tokens = int(options.pop("max_tokens", 2048))
+        model = models.AnthropicChatModel(
+            model_name=settings.model,
+            api_key=key,
+            max_tokens=max_tokens,
+            stream=settings.stream,
+            client_kwargs={"base_url": settings.base_url} if settings.base_url else None,
+            generate_kwargs=options or None,
+        )
+        return model, formatters.AnthropicChatFormatter()
+    try:
+        model = models.OllamaChatModel(
+            model_name=settings.model,
+            stream=settings.stream,
+            options=options or None,
+            host=settings.base_url,
+        )
+    except ImportError:
+        raise ModelUnavailable(
+            "model.provider: ollama needs its client: pip install 'agentscope-context-ext[ollama]'"
+        ) from None
+    return model, formatters.OllamaChatFormatter()
+
+
+def build_agent(
+    source: str | Path | dict[str, Any] | AgentFile,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> ReActAgent:
+    """The ``ReActAgent`` an agent file describes, with context management on
+    (``agent.context_manager`` is its manager).
+
+    Args:
+        source: The agent file (YAML/JSON path), its keys as a mapping, or an :class:`AgentFile`.
+        model (`str | None`): Replaces the file's model name.
+        base_url (`str | None`): Replaces the file's server.
+
+    Raises:
+        `ConfigError`: A bad agent file (the key is named), a missing key, a tool that cannot
+            be imported.
+    """
+    spec = source if isinstance(source, AgentFile) else load_agent_file(source)
+    spec = spec.with_overrides(model, base_url)
+    chat_model, formatter = build_model(spec.model)
+    toolkit = Toolkit()
+    context = spec.context
+    if spec.tools.explorer is not None:
+        roots = [Path(root).expanduser().resolve() for root in spec.tools.explorer.roots]
+        for root in roots:
+            if not root.is_dir():
+                raise ConfigError(f"tools.explorer.roots: {root} is not a folder")
+        for tool in make_explorer_tools(roots[0]):
+            toolkit.register_tool_function(tool)
+        allowed = [*context.tools.allowed_roots, *(str(root) for root in roots)]
+        context = context.model_copy(
+            update={"tools": context.tools.model_copy(update={"allowed_roots": allowed})}
+        )
+    for dotted in spec.tools.functions:
+        toolkit.register_tool_function(_import_tool(dotted))
+    agent = ReActAgent(
+        name=spec.name,
+        sys_prompt=spec.system_prompt,
+        model=chat_model,
+        formatter=formatter,
+        toolkit=toolkit,
+        max_iters=spec.max_iters,
+    )
+    enable_context_management(agent, context)
+    return agent
+
+
+def _import_tool(dotted: str) -> Any:
+    module_name, _, name = dotted.partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"tools.functions: cannot import {dotted} ({exc})") from None
+    if not callable(function):
+        raise ConfigError(f"tools.functions: {dotted} is not a function")
+    return function

@@ -1,0 +1,167 @@
+"""The agent file: one YAML file that says which model, which tools and which context settings an
+agent runs with (``agentscope-context chat --agent agent.yaml``, ``build_agent("agent.yaml")``).
+
+.. code-block:: yaml
+
+    name: assistant
+    system_prompt: You are a careful coding assistant.
+    model:
+      provider: openai-compatible       # dashscope | openai | anthropic | ollama | openai-compatible
+      model: qwen2.5:7b
+      base_url: http://localhost:11434/v1
+      api_key_env: null                 # the variable holding the key; none for a local server
+      stream: true
+      options: {temperature: 0.2}       # generation options, passed to the provider as they are
+    tools:
+      explorer: {roots: ["."]}          # read_file, list_dir and grep, confined to the roots
+      functions: ["mypackage.tools:search_issues"]
+    context:                            # exactly the package's configuration, or a path to one
+      max_input_tokens: 32768
+
+Validated with pydantic; an unknown key is an error that names it. This module is the schema
+only (no AgentScope): an adapter builds the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._config_io import describe_errors, read_config_file
+from .config import ContextConfig
+from .errors import ConfigError
+
+__all__ = ["AgentFile", "ModelSettings", "ToolSettings", "load_agent_file"]
+
+Provider = Literal["dashscope", "openai", "anthropic", "ollama", "openai-compatible"]
+
+DEFAULT_KEY_ENV = {
+    "dashscope": "DASHSCOPE_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+"""The key variable of each provider when ``api_key_env`` is not given (local servers need none)."""
+
+_DOTTED_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelSettings(_Section):
+    """Which model the agent (and its compaction, Summarizer and consolidation) talks to."""
+
+    provider: Provider
+    """The API it speaks."""
+    model: str = Field(min_length=1)
+    """The model name, as the provider spells it."""
+    base_url: str | None = None
+    """The server (required for ``openai-compatible``; Ollama's host for ``ollama``)."""
+    api_key_env: str | None = None
+    """The environment variable that holds the key (default: the provider's usual one)."""
+    stream: bool = True
+    """Stream the answer (tool-call deltas included)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Generation options (``temperature``, ``max_tokens``, ...), passed on as they are."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _is_http(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"must be an http(s) URL, got {value!r}")
+        return value
+
+    def key_env(self) -> str | None:
+        """The variable the key comes from (``None``: no key needed)."""
+        return self.api_key_env or DEFAULT_KEY_ENV.get(self.provider)
+
+    def api_key(self) -> str | None:
+        """The key from the environment.
+
+        Raises:
+            `ConfigError`: The provider needs a key and the variable is not set.
+        """
+        name = self.key_env()
+        if name is None:
+            return None
+        value = os.environ.get(name, "").strip()
+        if not value:
+            raise ConfigError(
+                f"model.api_key_env: the {self.provider} model needs {name} to be set"
+            )
+        return value
+
+
+class ExplorerTools(_Section):
+    """The demo's ``read_file``/``list_dir``/``grep``, confined to ``roots``."""
+
+    roots: list[str] = Field(min_length=1)
+
+
+class ToolSettings(_Section):
+    """The tools the agent gets (this package's own come with context management)."""
+
+    explorer: ExplorerTools | None = None
+    """The explorer tools, confined to folders."""
+    functions: list[str] = Field(default_factory=list)
+    """Tool functions by import path, ``package.module:function`` (its docstring is the schema)."""
+
+    @field_validator("functions")
+    @classmethod
+    def _dotted(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not _DOTTED_RE.match(value):
+                raise ValueError(f"a tool is 'package.module:function', got {value!r}")
+        return values
+
+
+class AgentFile(_Section):
+    """An agent: its name, system prompt, model, tools and context configuration."""
+
+    name: str = Field("assistant", min_length=1, max_length=64)
+    system_prompt: str = "You are a helpful assistant. Use your tools when they help."
+    model: ModelSettings
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    """The package's configuration (``configs/default.yaml`` lists every key)."""
+    max_iters: int = Field(30, ge=1, le=1000)
+    """Reasoning-acting rounds per reply."""
+
+    def with_overrides(self, model: str | None = None, base_url: str | None = None) -> AgentFile:
+        """A copy with the model name and/or the server replaced (``chat --model/--base-url``)."""
+        updates = {k: v for k, v in (("model", model), ("base_url", base_url)) if v}
+        if not updates:
+            return self
+        settings = ModelSettings.model_validate({**self.model.model_dump(), **updates})
+        return self.model_copy(update={"model": settings})
+
+
+def load_agent_file(source: str | Path | dict[str, Any]) -> AgentFile:
+    """Read and validate an agent file (YAML or JSON), or a mapping of the same keys.
+
+    ``context:`` may be a mapping or the path of a config file (relative to the agent file).
+
+    Raises:
+        `ConfigError`: A missing file, bad YAML or an invalid or unknown key (named).
+    """
+    base = Path.cwd()
+    where = "agent file"
+    if isinstance(source, dict):
+        data = dict(source)
+    else:
+        path = Path(source)
+        data = read_config_file(path)
+        base, where = path.parent, str(path)
+    context = data.get("context")
+    if isinstance(context, str):
+        context_path = Path(context) if Path(context).is_absolute() else base / context
+        data["context"] = read_config_file(context_path)
+    try:
+        return AgentFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc, where)) from None
