@@ -495,3 +495,37 @@ def test_chat_continues_its_session_on_a_redis_workspace(
     assert main(["chat", "--config", str(config)]) == 0
     assert "ed-4711" in str(models[1].calls[0].messages), "the second chat saw the first"
     assert not (tmp_path / "redis:").exists()
+
+
+def test_a_password_protected_server(tmp_path, redis_url: str) -> None:
+    """The password travels in the URL, never into a message."""
+    import shutil
+    import socket
+    import subprocess
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    arguments = ["--bind", "127.0.0.1", "--port", str(port), "--dir", str(tmp_path)]
+    server = subprocess.Popen(
+        ["redis-server", *arguments, "--requirepass", "s3cret-pw", "--save", ""],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for line in server.stdout:
+            if "Ready to accept connections" in line:
+                threading.Thread(target=server.stdout.read, daemon=True).start()
+                break
+        good = f"redis://:s3cret-pw@127.0.0.1:{port}/0?prefix=pw"
+        ToolResultStore(good).save("behind a password")
+        assert LongTermMemory(good).append("a fact behind a password")
+        with pytest.raises(WorkspaceError) as raised:
+            open_storage(f"redis://:wrong-pw@127.0.0.1:{port}/0")
+        message = str(raised.value)
+        assert "wrong-pw" not in message and "***" in message and "\n" not in message
+    finally:
+        server.kill()
+        server.wait(60)

@@ -381,3 +381,28 @@ async def test_a_shared_toolkit_cuts_only_the_managed_agents_calls(workspace: Pa
     manager.detach()
     await managed(Msg("user", "dump again", "user"))
     assert printed_managed[1] == make_text(120 * 1024, seed=1), "detached: nothing is cut"
+
+
+async def test_parallel_tool_calls_are_all_cut_before_they_are_printed(workspace: Path) -> None:
+    toolkit = Toolkit()
+    toolkit.register_tool_function(dump)
+    agent = ReActAgent(
+        name="a",
+        sys_prompt="Dump documents.",
+        model=ScriptedChatModel(
+            [reply("dumping", *(tool_call("dump", f"p{n}", n=n) for n in range(4))), "done"]
+        ),
+        formatter=DashScopeChatFormatter(),
+        toolkit=toolkit,
+        parallel_tool_calls=True,
+    )
+    agent.set_console_output_enabled(False)
+    printed = _printed_results(agent)
+    manager = enable_context_management(  # recent_n: no stage two after the fact
+        agent, {"workspace": str(workspace), "truncation": {"recent_n": 10}}
+    )
+    await agent(Msg("user", "dump", "user"))
+    assert len(printed) == 4 and all("<<<TRUNCATED>>>" in text for text in printed)
+    stored = sorted(result_text(m) for m in agent.memory.messages if tool_ids(m, "tool_result"))
+    assert stored == sorted(printed), "the model saw what was printed"
+    assert manager.stats.truncations == 4

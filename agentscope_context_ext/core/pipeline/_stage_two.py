@@ -62,6 +62,8 @@ class StageTwo:
         # batched: the gains of waiting messages are known; look only at newly old ones.
         self._waiting = {m: self._waiting[m] for m in old if m in self._waiting}
         fresh = [m for m in old if m not in self._waiting]
+        if not fresh and sum(self._waiting.values()) < self.config.retruncate_min_gain_tokens:
+            return 0  # nothing newly old, and what waits is still not worth a change
         candidates = self._candidates(fresh)
         gains = [self.truncator.estimated_gain(slot) for _, slot in candidates]
         if sum(self._waiting.values()) + sum(gains) >= self.config.retruncate_min_gain_tokens:
