@@ -222,7 +222,7 @@ class ContextConfig(_Section):
     """Everything the extension can be told (SPEC 8). Defaults are the documented ones."""
 
     workspace: str = ".agentscope-context"
-    """Folder of ``dialog/``, ``tool_result/``, ``Memory.md`` and ``memory/``."""
+    """Folder of ``dialog/``, ``tool_result/``, ``Memory.md`` and ``memory/``, or a Redis URL."""
     max_input_tokens: int | None = Field(None, ge=1024)
     """The model's input window; ``null`` looks the model up in a small table (else 131072)."""
     tokenizer: Literal["auto", "qwen", "o200k_base", "cl100k_base", "estimate"] = "auto"
