@@ -160,6 +160,9 @@ def test_bad_agent_files_are_one_clear_error(tmp_path: Path, monkeypatch) -> Non
         ({**base, "tools": {"functions": ["nowhere.at_all:f"]}}, "cannot import"),
         ({**base, "context": {"truncation": {"recent_n": -1}}}, "context.truncation.recent_n"),
         ({**base, "model": {**base["model"], "base_url": "ftp://x"}}, "http(s) URL"),
+        ({**base, "tools": {"explorer": {"roots": ["/no/such/folder"]}}}, "is not a folder"),
+        ({**base, "tools": {"functions": ["agent_harness:SIZES_KB"]}}, "is not a function"),
+        ({**base, "context": "no-such-preset.yaml"}, "config file not found"),
     ]
     for data, fragment in cases:
         with pytest.raises(ConfigError) as raised:
