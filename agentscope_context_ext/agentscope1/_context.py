@@ -20,6 +20,7 @@ from ..core.messages import MEDIA_KINDS, Message
 from ..core.pipeline import ResultChange, ResultSlot, SavedText, message_bound
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
+from ..core.truncation import sendable_text
 from ._convert import media_of, output_text, to_view
 from ._memory import ContextMemory
 from ._messages import result_state
@@ -118,7 +119,7 @@ class AgentScopeContext:
     @staticmethod
     def changed_output(output: Any, change: ResultChange) -> Any:
         """``output`` with ``change`` written into it, as :meth:`apply` writes it."""
-        return _rebuild(output, ResultChange(_valid_text(change.text), change.media))
+        return _rebuild(output, ResultChange(sendable_text(change.text), change.media))
 
     def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
         msg = self._get(msg_id)
@@ -133,7 +134,9 @@ class AgentScopeContext:
                 # Outputs of any shape (non-text items, bare strings in a list) become what
                 # the formatters expect: text blocks, then the media.
                 text = output_text(output)
-                block["output"] = _rebuild(output, ResultChange(_valid_text(text), _media(output)))
+                block["output"] = _rebuild(
+                    output, ResultChange(sendable_text(text), _media(output))
+                )
                 edited = True
         if edited:  # an untouched message keeps its token count
             self.memory.touch(msg_id)
@@ -207,23 +210,14 @@ def _rebuild(output: Any, change: ResultChange) -> Any:
 def _is_clean(output: Any) -> bool:
     """Whether ``output`` already has the shape the formatters expect."""
     if isinstance(output, str):
-        return output == _valid_text(output)
+        return output == sendable_text(output)
     if not isinstance(output, list):
         return output is None
     for item in output:
         if not isinstance(item, dict) or item.get("type") not in ("text", *MEDIA_KINDS):
             return False
         if item.get("type") == "text" and (
-            not isinstance(item.get("text"), str) or item["text"] != _valid_text(item["text"])
+            not isinstance(item.get("text"), str) or item["text"] != sendable_text(item["text"])
         ):
             return False
     return True
-
-
-def _valid_text(text: str) -> str:
-    # Lone surrogates (undecodable bytes) cannot be sent to a provider or written as UTF-8.
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")

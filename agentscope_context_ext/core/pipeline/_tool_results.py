@@ -31,6 +31,7 @@ from ..truncation import (
     RETRUNCATE_SLACK_BYTES,
     count_lines,
     encoded_size,
+    sendable_text,
     split_notice,
     truncate_fresh,
 )
@@ -105,7 +106,10 @@ class ResultTruncator:
         if state.get("stage", 0) >= 1:
             return None, None
         early = self._early.pop(slot.call_id, None)
-        if early is not None and slot.text in (early[0], _sendable(early[0])):
+        if early is not None and slot.text in (
+            early[0],
+            None if early[0] is None else sendable_text(early[0]),
+        ):
             # Cut when it left the tool (stage_one_early): the same text, so the same record. A
             # text that differs (a forged notice, an edit) is processed afresh below.
             state.update(early[1])
@@ -331,13 +335,6 @@ class ResultTruncator:
             f"[{media.kind} ({media_type}, {len(raw)} bytes) removed from the context to "
             f"save tokens; saved copy: {path}]"
         )
-
-
-def _sendable(text: str | None) -> str | None:
-    """``text`` as an adapter writes it into a message (lone surrogates replaced)."""
-    if text is None or text.isascii():
-        return text
-    return text.encode("utf-8", errors="replace").decode("utf-8")
 
 
 def _source_path(tool_input: Mapping[str, Any]) -> str | None:

@@ -6,6 +6,7 @@ from ._engine import (
     count_lines,
     encode_text,
     encoded_size,
+    sendable_text,
     truncate_fresh,
     truncate_text_output,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "count_lines",
     "encode_text",
     "encoded_size",
+    "sendable_text",
     "split_notice",
     "truncate_fresh",
     "truncate_text_output",

@@ -196,6 +196,18 @@ def encoded_size(text: str, encoding: str = "utf-8") -> int:
     )
 
 
+def sendable_text(text: str) -> str:
+    """``text`` as it can be sent to a provider and written as UTF-8: lone surrogates (bytes that
+    were not valid text, kept for the saved file) become ``?``; other text is returned as is."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
 def encode_text(text: str, encoding: str = "utf-8") -> bytes:
     """Encode ``text`` for measuring and saving; never raises.
 
