@@ -103,11 +103,7 @@ class FileReader:
             )
         if not os.path.exists(candidate):
             if _SAVED_RESULT_RE.search(file_path.replace("\\", "/")):
-                raise ReadFileError(
-                    f"{file_path} has expired: saved tool results are deleted after the "
-                    "workspace's ttl_days once no live message or summary names them; the excerpt "
-                    "you have is what remains"
-                )
+                raise _expired(file_path)
             raise ReadFileError(f"file not found: {file_path}")
         if os.path.isdir(candidate):
             raise ReadFileError(f"{file_path} is a directory, not a file")
@@ -125,11 +121,7 @@ class FileReader:
             return None
         data = self.storage.read(key)
         if data is None:
-            raise ReadFileError(
-                f"{file_path} has expired: saved tool results are deleted after the "
-                "workspace's ttl_days once no live message or summary names them; the excerpt "
-                "you have is what remains"
-            )
+            raise _expired(file_path)
         return io.BytesIO(data)
 
     def read(
@@ -217,6 +209,15 @@ class FileReader:
         # Bytes that are not UTF-8 were kept as surrogates so offsets stay exact; the agent
         # gets replacement characters instead.
         return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+
+
+def _expired(file_path: str) -> ReadFileError:
+    """The error for a saved tool result that is gone (the TTL cleanup removed it)."""
+    return ReadFileError(
+        f"{file_path} has expired: saved tool results are deleted after the workspace's "
+        "ttl_days once no live message or summary names them; the excerpt you have is what "
+        "remains"
+    )
 
 
 def whole_number(value: Any, name: str) -> int:
