@@ -27,6 +27,10 @@ def test_values_round_trip_whole(storage) -> None:
     assert storage.read("tool_result/a.txt", 3) == b"a\x00b"[:3]
     assert storage.names("tool_result") == ["a.txt"]
     assert storage.mtime("tool_result/a.txt") is not None
+    seen = storage.version("tool_result/a.txt")
+    storage.write("tool_result/a.txt", b"changed")
+    assert seen is not None and storage.version("tool_result/a.txt") != seen
+    assert storage.version("tool_result/none.txt") is None
     assert storage.touch("tool_result/a.txt") and not storage.touch("tool_result/none.txt")
     assert storage.delete("tool_result/a.txt") and not storage.delete("tool_result/a.txt")
     assert storage.names("tool_result") == [] and storage.read("tool_result/a.txt") is None

@@ -11,7 +11,6 @@ from validated dates.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -118,12 +117,10 @@ class LongTermMemory:
         """The whole of ``Memory.md`` ("" when it does not exist yet)."""
         return self._read(MEMORY_FILE) or ""
 
-    def version(self) -> tuple[int, str] | None:
-        """(size, content hash) of ``Memory.md``, to notice changes; ``None`` if missing."""
-        data = self.storage.read(MEMORY_FILE)
-        if data is None:
-            return None
-        return len(data), hashlib.blake2b(data, digest_size=8).hexdigest()
+    def version(self) -> tuple | None:
+        """A value that changes whenever ``Memory.md`` is written, read without the file (a stat
+        locally), to notice changes cheaply every step; ``None`` if missing."""
+        return self.storage.version(MEMORY_FILE)
 
     def append(self, text: str, section: str | None = None) -> bool:
         """Add ``- text`` to ``section`` (default ``Facts``), unless an equivalent line exists.

@@ -192,6 +192,14 @@ class RedisStorage:
             return len(self.read(key) or b"")
         return 0
 
+    def version(self, key: str) -> tuple | None:
+        # Every write sets the companion mtime: (mtime, length) changes with each one.
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.get(self._mtime(key))
+            pipe.strlen(self._key(key))
+            mtime, length = pipe.execute()
+        return None if mtime is None else (mtime, int(length))
+
     def names(self, prefix: str) -> list[str]:
         folder = prefix.rstrip("/")
         members = sorted(m.decode() for m in self.client.smembers(f"{self.prefix}:dir:{folder}"))

@@ -76,6 +76,11 @@ class Storage(Protocol):
         """Bytes of ``key`` (0 if absent)."""
         ...
 
+    def version(self, key: str) -> tuple | None:
+        """A cheap value that changes whenever ``key`` is written, without reading it (``None``
+        if absent): to notice a change every step."""
+        ...
+
     def names(self, prefix: str) -> list[str]:
         """Names of the keys directly under ``prefix`` (a folder), sorted."""
         ...
@@ -182,6 +187,13 @@ class LocalStorage:
             return self.path(key).stat().st_size
         except FileNotFoundError:
             return 0
+
+    def version(self, key: str) -> tuple | None:
+        try:
+            info = self.path(key).stat()
+        except FileNotFoundError:
+            return None
+        return info.st_mtime_ns, info.st_size
 
     def names(self, prefix: str) -> list[str]:
         try:
