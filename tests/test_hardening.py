@@ -328,6 +328,18 @@ def _agent_process(workspace: str, tag: str, steps: int, ids_dir: str | None = N
     asyncio.run(main())
 
 
+def _note_results(records: list[dict], tag: str) -> set[str]:
+    """Ids of the ``note`` results of agent ``tag`` among saved dialog records."""
+    return {
+        b["id"]
+        for r in records
+        for b in (r["content"] if isinstance(r["content"], list) else [])
+        if b.get("type") == "tool_result"
+        and b["id"].startswith(f"{tag}-")
+        and not b["id"].startswith(f"{tag}-m")
+    }
+
+
 @pytest.mark.slow
 def test_two_agents_in_two_processes_share_a_workspace(workspace: Path) -> None:
     context = multiprocessing.get_context("spawn")
@@ -355,14 +367,7 @@ def test_two_agents_in_two_processes_share_a_workspace(workspace: Path) -> None:
             )
         ]
         kept = set(json.loads((workspace / f"{tag}.ids.json").read_text()))
-        results = {
-            b["id"]
-            for r in records
-            for b in (r["content"] if isinstance(r["content"], list) else [])
-            if b.get("type") == "tool_result"
-            and b["id"].startswith(f"{tag}-")
-            and not b["id"].startswith(f"{tag}-m")
-        }
+        results = _note_results(records, tag)
         assert saved, tag
         # Every note result is in dialog/ (the final compaction saved everything but the newest).
         assert len(results) >= 199, (tag, len(results))

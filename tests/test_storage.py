@@ -133,7 +133,7 @@ def test_four_agents_in_four_processes_share_one_redis(redis_url: str, tmp_path)
     (dialog log and Memory.md): no lost or torn dialog line, every fact present."""
     import json
 
-    from test_hardening import _agent_process
+    from test_hardening import _agent_process, _note_results
 
     tags = ("alpha", "beta", "gamma", "delta")
     context = multiprocessing.get_context("spawn")
@@ -151,14 +151,7 @@ def test_four_agents_in_four_processes_share_one_redis(redis_url: str, tmp_path)
     records = [json.loads(line) for line in raw]  # every line whole
     memory = LongTermMemory(redis_url).read()
     for tag in tags:
-        results = {
-            b["id"]
-            for r in records
-            for b in (r["content"] if isinstance(r["content"], list) else [])
-            if b.get("type") == "tool_result"
-            and b["id"].startswith(f"{tag}-")
-            and not b["id"].startswith(f"{tag}-m")
-        }
+        results = _note_results(records, tag)
         assert len(results) >= 199, (tag, len(results))
         assert json.loads((tmp_path / f"{tag}.ids.json").read_text())
         facts = [line for line in memory.splitlines() if line.startswith(f"- {tag} fact ")]
@@ -409,30 +402,14 @@ def test_a_conversation_continues_on_another_worker(redis_url: str) -> None:
     assert dialog.files(), "both workers' compactions are in one dialog log"
 
 
-def _start_redis(directory, port: int):
-    """A private redis-server with AOF (appendfsync always); returns once it accepts
-    connections (read from its log on stdout, not guessed with a sleep)."""
+def _start_redis(directory, port: int, *options: str):
+    """A private redis-server with AOF (appendfsync always) and ``options``; returns once it
+    accepts connections (read from its log on stdout, not guessed with a sleep)."""
     import subprocess
 
-    server = subprocess.Popen(
-        [
-            "redis-server",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--dir",
-            str(directory),
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    arguments = ["--bind", "127.0.0.1", "--port", str(port), "--dir", str(directory)]
+    arguments += ["--appendonly", "yes", "--appendfsync", "always", "--save", "", *options]
+    server = subprocess.Popen(["redis-server", *arguments], stdout=subprocess.PIPE, text=True)
     for line in server.stdout:
         if "Ready to accept connections" in line:
             # Keep reading its log, or a full pipe would stall the server.
@@ -505,24 +482,14 @@ def test_a_password_protected_server(tmp_path, redis_url: str) -> None:
     """The password travels in the URL, never into a message."""
     import shutil
     import socket
-    import subprocess
 
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    arguments = ["--bind", "127.0.0.1", "--port", str(port), "--dir", str(tmp_path)]
-    server = subprocess.Popen(
-        ["redis-server", *arguments, "--requirepass", "s3cret-pw", "--save", ""],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    server = _start_redis(tmp_path, port, "--requirepass", "s3cret-pw")
     try:
-        for line in server.stdout:
-            if "Ready to accept connections" in line:
-                threading.Thread(target=server.stdout.read, daemon=True).start()
-                break
         good = f"redis://:s3cret-pw@127.0.0.1:{port}/0?prefix=pw"
         ToolResultStore(good).save("behind a password")
         assert LongTermMemory(good).append("a fact behind a password")
