@@ -167,6 +167,15 @@ def prompt_orphans(messages: list[dict]) -> list[str]:
     return problems
 
 
+def strip_volatile(prompts: list[list[dict]]) -> list[str]:
+    """Prompts with the one part that differs between two runs by construction (the summary's
+    wall-clock timestamp) replaced by a placeholder. Saved-result paths are content hashes and
+    stay as they are."""
+    text = repr(prompts)
+    text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?", "TIME", text)
+    return [text]
+
+
 def tool_ids(msg: Msg, kind: str) -> list[str]:
     if not isinstance(msg.content, list):
         return []

@@ -20,17 +20,6 @@ from agent_harness import (
 )
 
 
-def _strip_volatile(prompts: list[list[dict]]) -> list[str]:
-    """Prompts with the one part that differs between two runs by construction (the summary's
-    wall-clock timestamp) replaced by a placeholder. Saved-result paths are content hashes and
-    stay as they are."""
-    import re
-
-    text = repr(prompts)
-    text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?", "TIME", text)
-    return [text]
-
-
 async def test_incremental_count_matches_the_formatted_prompt(workspace: Path) -> None:
     plan = session_plan(total_calls=20, sizes_kb=SIZES_KB)
     model = scripted_session(plan)

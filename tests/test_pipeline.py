@@ -34,17 +34,6 @@ from agent_harness import (
 )
 
 
-def _strip_volatile(prompts: list[list[dict]]) -> list[str]:
-    """Prompts with the one part that differs between two runs by construction (the summary's
-    wall-clock timestamp) replaced by a placeholder. Saved-result paths are content hashes and
-    stay as they are."""
-    import re
-
-    text = repr(prompts)
-    text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?", "TIME", text)
-    return [text]
-
-
 @pytest.mark.parametrize("window", [16384, 32768])
 @pytest.mark.parametrize("formatter_class", FORMATTERS)
 async def test_long_session_stays_in_window_without_orphans_or_loss(

@@ -25,6 +25,7 @@ from agent_harness import (
     model_summary,
     scripted_session,
     session_plan,
+    strip_volatile,
 )
 
 
@@ -58,22 +59,11 @@ async def test_session_reload_gives_the_same_prompts(workspace: Path, tmp_path: 
     ]
     resumed_prompts = [c.messages for c in resumed_model.calls if is_agent_call(c)]
     straight_tail = straight_tail[-len(resumed_prompts) :]
-    expected, actual = _strip_volatile(straight_tail), _strip_volatile(resumed_prompts)
+    expected, actual = strip_volatile(straight_tail), strip_volatile(resumed_prompts)
     diff = "\n".join(
         difflib.unified_diff(expected[0].split("\\n"), actual[0].split("\\n"), lineterm="", n=1)
     )
     assert expected == actual, diff[:3000]
-
-
-def _strip_volatile(prompts: list[list[dict]]) -> list[str]:
-    """Prompts with the one part that differs between two runs by construction (the summary's
-    wall-clock timestamp) replaced by a placeholder. Saved-result paths are content hashes and
-    stay as they are."""
-    import re
-
-    text = repr(prompts)
-    text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?", "TIME", text)
-    return [text]
 
 
 def test_model_summary_helper_keeps_paths() -> None:
