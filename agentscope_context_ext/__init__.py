@@ -9,8 +9,9 @@ Public API (everything a user needs is importable from here):
 - workspace: :class:`ToolResultStore`, :class:`DialogStore`, :class:`DialogRef`
 - tools: :func:`make_read_file_tool`, :func:`make_dialog_tools`, :func:`make_memory_tools`
 - long-term memory: :class:`LongTermMemory`, :func:`consolidate`
-- AgentScope integration: :func:`enable_context_management`, :class:`ContextManager`,
-  :class:`ContextReActAgent`, :class:`ContextMemory`, :class:`CompactSummary`
+- AgentScope integration (the adapter of the installed version): :func:`enable_context_management`,
+  :class:`ContextManager`; on 1.x :class:`ContextReActAgent`, :class:`ContextMemory`; on 2.x
+  :class:`ContextMiddleware`, :class:`ContextOffloader`; :class:`CompactSummary`
 - events: :class:`ContextEvent`, :class:`ContextStats`
 - testing: ``agentscope_context_ext.testing.ScriptedChatModel``
 """
@@ -18,6 +19,7 @@ Public API (everything a user needs is importable from here):
 from importlib import import_module
 from typing import Any
 
+from ._compat import adapter_module, agentscope_major, agentscope_version
 from ._version import __version__
 from .core.config import (
     CompactionConfig,
@@ -40,13 +42,11 @@ from .core.truncation import (
 )
 from .core.workspace import DialogRecord, DialogRef, ToolResultStore
 
-# Names whose implementation depends on the AgentScope version: resolved on first use, so that
-# importing the package (and its core) does not import AgentScope.
+# Names whose implementation depends on the AgentScope version: resolved on first use, from the
+# adapter of the installed AgentScope (1.x or 2.x), so that importing the package (and its core)
+# does not import AgentScope.
 _ADAPTER_NAMES = (
     "ContextManager",
-    "AtomicJSONSession",
-    "ContextMemory",
-    "ContextReActAgent",
     "DialogStore",
     "TokenCounter",
     "consolidate",
@@ -56,6 +56,14 @@ _ADAPTER_NAMES = (
     "make_memory_tools",
     "make_read_file_tool",
 )
+_ONLY = {
+    "AtomicJSONSession": 1,
+    "ContextMemory": 1,
+    "ContextReActAgent": 1,
+    "ContextMiddleware": 2,
+    "ContextOffloader": 2,
+}
+"""Names of one major version only (the concept does not exist on the other)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -63,11 +71,38 @@ def __getattr__(name: str) -> Any:
         value = import_module(".agentfile", __name__).build_agent
         globals()[name] = value
         return value
-    if name in _ADAPTER_NAMES:
-        value = getattr(import_module(".agentscope1", __name__), name)
+    if name in _ADAPTER_NAMES or name in _ONLY:
+        major = agentscope_major()
+        wanted = _ONLY.get(name)
+        if wanted is not None and wanted != min(major, 2):
+            installed = agentscope_version() or "not installed"
+            raise AttributeError(
+                f"{name} is part of the AgentScope {wanted}.x integration; the installed "
+                f"AgentScope is {installed}"
+                + (
+                    " (on 2.x use ContextMiddleware or enable_context_management)"
+                    if wanted == 1
+                    else " (on 1.x use enable_context_management or ContextReActAgent)"
+                )
+            )
+        value = getattr(_adapter(), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _adapter() -> Any:
+    module = adapter_module()
+    try:
+        return import_module(module, __name__)
+    except ImportError as exc:
+        if module == ".agentscope1" and "mcp" in str(exc).lower():
+            raise ImportError(
+                f"AgentScope {agentscope_version()} does not import with the installed mcp "
+                f"({exc}); AgentScope 1.x needs mcp<2: "
+                "pip install 'agentscope-context-ext[agentscope1]'"
+            ) from exc
+        raise
 
 
 __all__ = [
@@ -82,6 +117,8 @@ __all__ = [
     "ContextExtError",
     "ContextManager",
     "ContextMemory",
+    "ContextMiddleware",
+    "ContextOffloader",
     "ContextReActAgent",
     "ContextStats",
     "DialogRecord",

@@ -39,15 +39,7 @@ from ..core.longterm import (
 )
 from ..core.pipeline import ContextCount, build_pipeline
 from ..core.tokens import known_max_input_tokens
-from ..core.workspace import (
-    DIALOG_DIRNAME,
-    TOOL_RESULT_DIRNAME,
-    ToolResultStore,
-    check_storage_writable,
-    check_writable,
-    is_storage_url,
-    open_storage,
-)
+from ..core.workspace import ToolResultStore, open_workspace
 from ._attachment import Attachment, adopt_memory
 from ._context import AgentScopeContext
 from ._convert import DialogStore
@@ -94,19 +86,8 @@ class ContextManager:
         budget_error = config.compaction.summary_budget_error(self.max_input_tokens)
         if budget_error:  # the window came from the model's name
             raise ConfigError(f"{budget_error} (the window of {model_name or 'the model'})")
-        # The workspace must take a write now: a clear error at start (a folder that is not
-        # writable, a bad Redis URL, a server that does not answer) instead of lost saves and
-        # oversized prompts later.
-        if is_storage_url(config.workspace):
-            self.storage = open_storage(config.workspace)
-            self.workspace: Path | str = self.storage.location
-            check_storage_writable(self.storage)
-        else:
-            folders = (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME)
-            if config.long_term_memory.enabled:
-                folders += (NOTES_DIRNAME,)
-            self.workspace = check_writable(Path(config.workspace), folders)
-            self.storage = open_storage(self.workspace)
+        extra = (NOTES_DIRNAME,) if config.long_term_memory.enabled else ()
+        self.workspace, self.storage = open_workspace(config.workspace, extra)
         self.counter = get_token_counter(
             config.tokenizer, model_name=model_name, media_token_cost=config.media_token_cost
         )

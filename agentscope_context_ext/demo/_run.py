@@ -17,13 +17,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import agentscope
-from agentscope.agent import ReActAgent
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg
-from agentscope.tool import Toolkit
 
-from ..agentscope1 import DialogStore, enable_context_management, to_view
+from .._compat import agentscope_major, agentscope_version
 from ..core.config import ContextConfig
+from ..core.messages import Message
 from ..core.rendering import offload_paths
 from ..core.workspace import Storage
 from ..replay import Curve, prompt_pair_violations, write_report
@@ -116,22 +113,14 @@ async def _run(
         return plan(call)
 
     model = ScriptedChatModel(respond)
-    toolkit = Toolkit()
-    for tool in make_explorer_tools(root):
-        toolkit.register_tool_function(tool)
-    agent = ReActAgent(
-        name="explorer",
-        sys_prompt=f"You explore the code base at {root} with list_dir, grep and read_file, and report what you find.",
-        model=model,
-        formatter=DashScopeChatFormatter(),
-        toolkit=toolkit,
-        max_iters=200,
-        parallel_tool_calls=True,
+    sys_prompt = (
+        f"You explore the code base at {root} with list_dir, grep and read_file, and report "
+        "what you find."
     )
-    agent.set_console_output_enabled(False)  # the tool outputs would flood the terminal
     data = config.model_dump()
     data["tools"]["allowed_roots"] = [str(root)]
-    manager = enable_context_management(agent, ContextConfig.model_validate(data))
+    run = _AgentRun(root, model, sys_prompt, ContextConfig.model_validate(data))
+    manager = run.manager
     holder["manager"] = manager
     compaction_steps: list[int] = []
 
@@ -144,22 +133,20 @@ async def _run(
             )
 
     manager.subscribe(on_event)
-    say(f"agentscope-context demo: exploring {root} (AgentScope {agentscope.__version__}), offline")
+    say(f"agentscope-context demo: exploring {root} (AgentScope {agentscope_version()}), offline")
     say(
         f"window {manager.max_input_tokens:,} tokens, compaction at {manager.pipeline.trigger_tokens:,}; workspace {config.workspace}"
     )
     say()
     started = time.perf_counter()
-    answer = await agent(
-        Msg("user", f"Explore {root.name} and tell me how it is organised.", "user")
-    )
+    answer = await run.ask(f"Explore {root.name} and tell me how it is organised.")
     seconds = time.perf_counter() - started
     say()
     say(f"answer: {answer.get_text_content()}")
 
     stats = manager.stats
     storage = manager.storage
-    missing = _missing_offloads(agent.memory.messages, DialogStore(storage), storage)
+    missing = _missing_offloads(run.live_views(), run.dialog_views(storage), storage)
     report = {
         "steps": len(tokens_per_step),
         "peak_prompt_tokens": max(tokens_per_step, default=0),
@@ -178,6 +165,7 @@ async def _run(
         "hook_seconds": round(stats.hook_seconds, 4),
         "run_seconds": round(seconds, 3),
         "explored_root": str(root),
+        "agentscope_version": agentscope_version(),
     }
     manager.detach()
     paths = write_report(
@@ -212,12 +200,77 @@ async def _run(
     return report
 
 
-def _missing_offloads(msgs: list[Msg], dialog: DialogStore, storage: Storage) -> int:
+class _AgentRun:
+    """The demo's agent on the installed AgentScope: a 1.x ``ReActAgent`` with
+    ``enable_context_management``, or a 2.x ``Agent`` with the ``ContextMiddleware`` and its
+    offloader in its constructor (the 2.x way)."""
+
+    def __init__(self, root: Path, model: Any, sys_prompt: str, config: ContextConfig) -> None:
+        tools = make_explorer_tools(root)
+        if agentscope_major() >= 2:
+            from agentscope.agent import Agent, ReActConfig
+            from agentscope.tool import Toolkit
+
+            from ..agentscope2 import ContextMiddleware, to_view
+
+            middleware = ContextMiddleware(config)
+            self.agent = Agent(
+                name="explorer",
+                system_prompt=sys_prompt,
+                model=model,
+                toolkit=Toolkit(tools=list(tools)),
+                middlewares=[middleware],
+                offloader=middleware.offloader,
+                react_config=ReActConfig(max_iters=200),
+            )
+            self.manager = middleware.bind(self.agent)
+        else:
+            from agentscope.agent import ReActAgent
+            from agentscope.formatter import DashScopeChatFormatter
+            from agentscope.tool import Toolkit
+
+            from ..agentscope1 import enable_context_management, to_view
+
+            toolkit = Toolkit()
+            for tool in tools:
+                toolkit.register_tool_function(tool)
+            self.agent = ReActAgent(
+                name="explorer",
+                sys_prompt=sys_prompt,
+                model=model,
+                formatter=DashScopeChatFormatter(),
+                toolkit=toolkit,
+                max_iters=200,
+                parallel_tool_calls=True,
+            )
+            self.agent.set_console_output_enabled(False)  # the tool outputs would flood it
+            self.manager = enable_context_management(self.agent, config)
+        self.to_view = to_view
+
+    async def ask(self, text: str) -> Any:
+        if agentscope_major() >= 2:
+            from agentscope.message import UserMsg
+
+            return await self.agent.reply(UserMsg("user", text))
+        from agentscope.message import Msg
+
+        return await self.agent(Msg("user", text, "user"))
+
+    def live_views(self) -> list[Message]:
+        if agentscope_major() >= 2:
+            return [self.to_view(msg) for msg in self.agent.state.context]
+        return [self.to_view(msg) for msg in self.agent.memory.messages]
+
+    def dialog_views(self, storage: Storage) -> list[Message]:
+        store = self.manager.pipeline.parts.dialog_store
+        return [self.to_view(record.msg) for record in store.iter_records()]
+
+
+def _missing_offloads(live: list[Message], saved: list[Message], storage: Storage) -> int:
     """Notices (in memory or dialog/) whose saved file does not exist: must be 0."""
-    everything = list(msgs) + [record.msg for record in dialog.iter_records()]
     return sum(
         1
-        for msg in everything
-        for path in offload_paths(to_view(msg))
+        for view in [*live, *saved]
+        for path in offload_paths(view)
         if path.startswith("tool_result/") and storage.mtime(path) is None
     )

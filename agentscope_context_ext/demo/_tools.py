@@ -9,9 +9,6 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import TextBlock
-from agentscope.tool import ToolResponse
-
 from ..core.workspace import is_within
 
 _TEXT_SUFFIXES = {
@@ -29,19 +26,31 @@ _TEXT_SUFFIXES = {
 }
 
 
-def _response(text: str) -> ToolResponse:
-    return ToolResponse(content=[TextBlock(type="text", text=text)])
+def _response(text: str) -> str:
+    return text
 
 
-def make_explorer_tools(root: Path) -> tuple[Callable[..., Coroutine[Any, Any, ToolResponse]], ...]:
-    """``(list_dir, grep)`` over ``root``; any path outside it is refused."""
+def make_explorer_tools(root: Path) -> tuple[Any, ...]:
+    """``(list_dir, grep)`` over ``root`` as tools of the installed AgentScope (1.x tool
+    functions returning ``ToolResponse``, 2.x ``FunctionTool``\\ s); any path outside it is
+    refused."""
+    from importlib import import_module
+
+    from .._compat import adapter_module
+
+    as_tool = import_module(adapter_module(), __package__.rpartition(".")[0]).as_tool
+    return tuple(as_tool(function) for function in make_explorer_functions(root))
+
+
+def make_explorer_functions(root: Path) -> tuple[Callable[..., Coroutine[Any, Any, str]], ...]:
+    """``(list_dir, grep)`` over ``root`` as plain async functions returning text."""
     root = root.resolve()
 
     def resolve(path: str) -> Path | None:
         candidate = (root / path).resolve() if not os.path.isabs(path) else Path(path).resolve()
         return candidate if is_within(candidate, root) else None
 
-    async def list_dir(path: str = ".") -> ToolResponse:
+    async def list_dir(path: str = ".") -> str:
         """List a directory of the explored project: sub-folders first, then files with sizes.
 
         Args:
@@ -63,7 +72,7 @@ def make_explorer_tools(root: Path) -> tuple[Callable[..., Coroutine[Any, Any, T
             + "\n".join(lines)
         )
 
-    async def grep(pattern: str, path: str = ".") -> ToolResponse:
+    async def grep(pattern: str, path: str = ".") -> str:
         """Search the project's text files for a regular expression; prints path:line: text.
 
         Args:

@@ -1,17 +1,42 @@
 """Transcript replay: real agent sessions as AgentScope messages, replayed through the hooks."""
 
-from ._checks import prompt_pair_violations
-from ._claude_code import ClaudeCompaction, claude_code_compactions, load_claude_code
-from ._fidelity import (
-    FidelityResult,
-    latest_single_compaction,
-    summary_fidelity,
-    summary_identifiers,
-)
-from ._importers import FORMATS, Transcript, TranscriptError, detect_format, load_transcripts
-from ._recovery import recovery_problems
-from ._replayer import ReplayResult, StepRecord, replay_transcript
-from ._report import Curve, aggregate, write_report
+from importlib import import_module
+from typing import Any
+
+_WHERE = {
+    "prompt_pair_violations": "._checks",
+    "ClaudeCompaction": "._claude_code",
+    "claude_code_compactions": "._claude_code",
+    "load_claude_code": "._claude_code",
+    "FORMATS": "._importers",
+    "Transcript": "._importers",
+    "TranscriptError": "._errors",
+    "detect_format": "._importers",
+    "load_transcripts": "._importers",
+    "recovery_problems": "._recovery",
+    "ReplayResult": "._replayer",
+    "StepRecord": "._replayer",
+    "replay_transcript": "._replayer",
+    "FidelityResult": "._fidelity",
+    "latest_single_compaction": "._fidelity",
+    "summary_fidelity": "._fidelity",
+    "summary_identifiers": "._fidelity",
+    "Curve": "._report",
+    "aggregate": "._report",
+    "write_report": "._report",
+}
+"""Resolved on first use: the report and the checks work on either AgentScope; the replayer,
+the importers and the fidelity measure drive AgentScope 1.x agents."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FORMATS",

@@ -18,12 +18,9 @@ from typing import Any
 from agentscope.message import Msg
 
 from ._claude_code import load_claude_code
+from ._errors import TranscriptError
 
 FORMATS = ("agentscope", "openai", "claude-code", "swe-agent")
-
-
-class TranscriptError(ValueError):
-    """The file cannot be read as a transcript; the message says why in one line."""
 
 
 @dataclass

@@ -11,6 +11,7 @@ from ._files import (
     file_lock,
     is_within,
 )
+from ._open import open_workspace
 from ._storage import (
     LocalStorage,
     Storage,
@@ -47,5 +48,6 @@ __all__ = [
     "is_storage_url",
     "is_within",
     "open_storage",
+    "open_workspace",
     "saved_paths",
 ]

@@ -1,0 +1,354 @@
+"""The core pipeline's view of a 2.x agent's ``state``: :class:`AgentStateContext` implements
+:class:`~agentscope_context_ext.core.pipeline.ContextPort` over ``agent.state.context``.
+
+The agent owns the list and grows it in place (one assistant message per reply, extended block
+by block), so changes are found by comparing each segment's fingerprint with the previous one;
+replacing ``agent.state`` (a state loaded into the agent) or its ``context`` list starts a new
+epoch. Each tool result's truncation record lives in its ``ToolResultBlock.metadata`` and the
+structured summary in ``state.middle_context``, so both travel with the agent's state; the
+rendered summary is ``state.summary``, which 2.x itself puts in front of the context.
+Counting goes through the model's own formatter, one segment at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from agentscope.message import (
+    DataBlock,
+    Msg,
+    SystemMsg,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserMsg,
+)
+
+from ..core.messages import Message
+from ..core.pipeline import ResultChange, ResultSlot, SavedText, message_bound
+from ..core.summary import CompactSummary
+from ..core.tokens import TokenCounter
+from ..core.truncation import sendable_text
+from ._convert import Segment, has_text, media_of, output_text, segments, to_view, tool_arguments
+
+__all__ = ["META_KEY", "AgentStateContext", "result_record"]
+
+logger = logging.getLogger("agentscope_context_ext")
+
+META_KEY = "agentscope_context_ext"
+"""Key of this package's records in ``ToolResultBlock.metadata`` and ``state.middle_context``."""
+
+
+def result_record(block: ToolResultBlock) -> dict[str, Any]:
+    """The truncation record of one tool result (created on first use)."""
+    if not isinstance(block.metadata, dict):
+        block.metadata = {}
+    return block.metadata.setdefault(META_KEY, {})
+
+
+def _unprocessed(segment: Segment) -> bool:
+    return any(
+        isinstance(block, ToolResultBlock)
+        and not (block.metadata or {}).get(META_KEY, {}).get("stage", 0)
+        for block in segment.blocks
+    )
+
+
+class AgentStateContext:
+    """A 2.x agent's state, its model's formatter and a token counter, as a port.
+
+    Args:
+        agent: The 2.x ``Agent`` (its ``state`` is read at every call: a state loaded into the
+            agent is picked up).
+        counter (`TokenCounter`): The vocabulary.
+    """
+
+    def __init__(self, agent: Any, counter: TokenCounter) -> None:
+        self.agent = agent
+        self.counter = counter
+        self._epoch = 0
+        self._state_ref: tuple[int, int] | None = None
+        self._state: Any = None
+        self._order: list[str] = []
+        self._segments: dict[str, Segment] = {}
+        self._prints: dict[str, tuple] = {}
+        self._msg_cache: dict[int, tuple[Msg, int, list[Segment]]] = {}
+        self._changed: set[str] = set()
+        self._removed: set[str] = set()
+        self._pending: list[str] = []
+        self._touched: dict[str, int] = {}
+        self._summary: CompactSummary | None = None
+
+    # ------------------------------------------------------------------ sync
+
+    def sync(self) -> None:
+        """Bring the view up to date with ``agent.state`` (cheap when nothing changed)."""
+        state = self.agent.state
+        ref = (id(state), id(state.context))
+        if ref != self._state_ref or state is not self._state:
+            self._new_epoch(state, ref)
+        live: dict[str, Segment] = {}
+        order: list[str] = []
+        cache: dict[int, tuple[Msg, int, list[Segment]]] = {}
+        for msg in state.context:
+            cached = self._msg_cache.get(id(msg))
+            if cached is not None and cached[0] is msg and cached[1] == len(msg.content):
+                parts = cached[2]
+            else:
+                parts = segments(msg)
+            cache[id(msg)] = (msg, len(msg.content), parts)
+            for segment in parts:
+                live[segment.id] = segment
+                order.append(segment.id)
+        self._msg_cache = cache
+        prints: dict[str, tuple] = {}
+        for seg_id, segment in live.items():
+            blocks = segment.msg.content
+            fingerprint = (
+                id(segment.msg),
+                segment.start,
+                segment.end,
+                id(blocks[segment.end - 1]),
+                self._touched.get(seg_id, 0),
+            )
+            prints[seg_id] = fingerprint
+            if self._prints.get(seg_id) != fingerprint:
+                self._changed.add(seg_id)
+                if seg_id not in self._pending and _unprocessed(segment):
+                    self._pending.append(seg_id)
+        for seg_id in self._prints.keys() - prints.keys():
+            self._removed.add(seg_id)
+            self._touched.pop(seg_id, None)
+        self._prints = prints
+        self._segments = live
+        self._order = order
+
+    def _new_epoch(self, state: Any, ref: tuple[int, int]) -> None:
+        self._epoch += 1
+        self._state_ref = ref
+        self._state = state
+        self._prints = {}
+        self._msg_cache = {}
+        self._changed = set()
+        self._removed = set()
+        self._pending = []
+        self._touched = {}
+        self._summary = self._load_summary(state)
+
+    def _load_summary(self, state: Any) -> CompactSummary | None:
+        """Ours when ``middle_context`` holds the summary that ``state.summary`` shows; a summary
+        written by something else (2.x's own compression, the user) is moved to the front of the
+        context as the user message 2.x sends it as: the prompt is byte-identical and a later
+        compaction saves it to ``dialog/`` instead of overwriting it."""
+        record = state.middle_context.get(META_KEY)
+        dump = record.get("summary") if isinstance(record, dict) else None
+        if isinstance(dump, dict):
+            try:
+                summary = CompactSummary.model_validate(dump)
+            except ValueError:
+                summary = None
+            if summary is not None and _summary_text(state.summary) == summary.render():
+                return summary
+        if state.summary:
+            text = _summary_text(state.summary)
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            content = state.summary if isinstance(state.summary, list) else text
+            state.context.insert(0, UserMsg("user", content, id=f"summary-{digest}"))
+            state.summary = ""
+        return None
+
+    # ---------------------------------------------------------------- messages
+
+    @property
+    def summary(self) -> CompactSummary | None:
+        self._ensure_state()
+        return self._summary
+
+    def set_summary(self, summary: CompactSummary | None) -> None:
+        self._ensure_state()
+        state = self.agent.state
+        self._summary = summary
+        if summary is None:
+            state.summary = ""
+            state.middle_context.pop(META_KEY, None)
+            return
+        state.summary = summary.render()
+        state.middle_context[META_KEY] = {"summary": summary.model_dump(mode="json")}
+
+    def message_ids(self) -> list[str]:
+        self.sync()
+        return list(self._order)
+
+    def view(self, msg_id: str, saved_text: SavedText | None = None) -> Message:
+        segment = self._get(msg_id)
+        return to_view(segment.msg, saved_text, segment.blocks, msg_id)
+
+    def native(self, msg_ids: Sequence[str]) -> list[Msg]:
+        return [self._get(msg_id).as_msg() for msg_id in msg_ids]
+
+    async def remove(self, msg_ids: Sequence[str]) -> None:
+        doomed: dict[int, set[int]] = {}
+        for msg_id in msg_ids:
+            segment = self._get(msg_id)
+            doomed.setdefault(id(segment.msg), set()).update(range(segment.start, segment.end))
+        context = self.agent.state.context
+        kept_msgs = []
+        for msg in context:
+            drop = doomed.get(id(msg))
+            if drop:
+                msg.content = [b for i, b in enumerate(msg.content) if i not in drop]
+                if not msg.content:
+                    continue
+            kept_msgs.append(msg)
+        context[:] = kept_msgs  # the agent's own list: no new epoch
+        self.sync()
+
+    def drain_changes(self) -> tuple[int, set[str], set[str]]:
+        self.sync()
+        changed, removed = self._changed, self._removed
+        self._changed, self._removed = set(), set()
+        return self._epoch, changed, removed
+
+    # ------------------------------------------------------------ tool results
+
+    def pending_results(self) -> list[str]:
+        self.sync()
+        pending, self._pending = self._pending, []
+        return [seg_id for seg_id in pending if seg_id in self._segments]
+
+    def requeue(self, msg_id: str) -> None:
+        if msg_id in self._segments and msg_id not in self._pending:
+            self._pending.append(msg_id)
+
+    def result_message_ids(self) -> list[str]:
+        self.sync()
+        return [
+            seg_id
+            for seg_id in self._order
+            if any(isinstance(b, ToolResultBlock) for b in self._segments[seg_id].blocks)
+        ]
+
+    def result_slots(self, msg_id: str) -> list[ResultSlot]:
+        segment = self._get(msg_id)
+        calls = {b.id: b for b in segment.blocks if isinstance(b, ToolCallBlock)}
+        slots = []
+        for block in segment.blocks:
+            if not isinstance(block, ToolResultBlock):
+                continue
+            call = calls.get(block.id)
+            slots.append(
+                ResultSlot(
+                    call_id=str(block.id),
+                    tool=str(block.name),
+                    text=output_text(block.output) if has_text(block.output) else None,
+                    media=media_of(block.output),
+                    tool_input=tool_arguments(call) if call is not None else {},
+                    state=result_record(block),
+                )
+            )
+        return slots
+
+    def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
+        segment = self._get(msg_id)
+        edited = False
+        for block in segment.blocks:
+            if not isinstance(block, ToolResultBlock):
+                continue
+            change = changes.get(str(block.id))
+            if change is not None:
+                block.output = changed_output(block.output, change)
+                edited = True
+            elif not _is_clean(block.output):
+                block.output = changed_output(
+                    block.output, ResultChange(output_text(block.output), _kept_media(block.output))
+                )
+                edited = True
+        if edited:  # an untouched segment keeps its token count
+            self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
+            self._changed.add(msg_id)
+
+    # ---------------------------------------------------------------- counting
+
+    async def count(self, msg_id: str) -> int:
+        segment = self._get(msg_id)
+        return await self._count_msg(segment.msg.model_copy(update={"content": segment.blocks}))
+
+    def bound(self, msg_id: str) -> int:
+        if msg_id not in self._segments:
+            raise KeyError(msg_id)
+        return message_bound(self.view(msg_id), self.counter.media_token_cost)
+
+    def head_key(self) -> tuple:
+        self._ensure_state()
+        return (_summary_text(self.agent.state.summary),)
+
+    async def count_head(self) -> int:
+        self._ensure_state()
+        summary = self.agent.state.summary
+        if not summary:
+            return 0
+        return await self._count_msg(UserMsg("user", summary))
+
+    async def count_system(self, text: str) -> int:
+        return await self._count_msg(SystemMsg("system", text))
+
+    async def _count_msg(self, msg: Msg) -> int:
+        formatter = getattr(self.agent.model, "formatter", None)
+        if formatter is not None:
+            try:
+                return self.counter.count_formatted(await formatter.format([msg]))
+            except Exception as exc:  # noqa: BLE001 - any formatter quirk: count it neutrally
+                logger.debug("formatter could not format %s alone (%s)", msg.id, exc)
+        return self.counter.count_view(to_view(msg))
+
+    def _ensure_state(self) -> None:
+        state = self.agent.state
+        if state is not self._state or id(state.context) != (self._state_ref or (0, 0))[1]:
+            self.sync()
+
+    def _get(self, msg_id: str) -> Segment:
+        segment = self._segments.get(msg_id)
+        if segment is None:
+            self.sync()
+            segment = self._segments.get(msg_id)
+        if segment is None:
+            raise KeyError(f"no message {msg_id} in the agent's context")
+        return segment
+
+
+def _summary_text(summary: Any) -> str:
+    if isinstance(summary, str):
+        return summary
+    return output_text(summary or [])
+
+
+def changed_output(output: Any, change: ResultChange) -> Any:
+    """The new output: a string stays a string; otherwise a text block, then the media in
+    order, each kept or replaced by its placeholder text."""
+    text = sendable_text(change.text)
+    if isinstance(output, str) and not change.media:
+        return text
+    originals = [item for item in output if isinstance(item, DataBlock)] if output else []
+    blocks: list[Any] = [TextBlock(text=text)] if text else []
+    for index, item in enumerate(change.media):
+        if isinstance(item, str):
+            blocks.append(TextBlock(text=item))
+        elif index < len(originals):
+            blocks.append(originals[index])
+    return blocks
+
+
+def _kept_media(output: Any) -> tuple:
+    return media_of(output)
+
+
+def _is_clean(output: Any) -> bool:
+    if isinstance(output, str):
+        return output == sendable_text(output)
+    for item in output or []:
+        if isinstance(item, TextBlock) and item.text != sendable_text(item.text):
+            return False
+    return True

@@ -1,0 +1,512 @@
+"""Context management on an AgentScope 2.x ``Agent``: one middleware, one offloader.
+
+The 2.x way is the agent's own configuration:
+
+.. code-block:: python
+
+    from agentscope.agent import Agent
+    from agentscope_context_ext import ContextMiddleware
+
+    context = ContextMiddleware("configs/small-window.yaml")
+    agent = Agent(name="assistant", system_prompt="...", model=model, toolkit=toolkit,
+                  middlewares=[context], offloader=context.offloader)
+    await agent.reply(UserMsg("user", "Summarise the logs in ./logs"))
+    print(context.manager.stats.as_dict())
+
+and ``enable_context_management(agent, config)`` does the same on an agent that exists (it adds
+the middleware to the agent's hook lists, sets the offloader when the agent has none, and
+``detach()`` takes both away again).
+
+What each hook does:
+
+- ``on_reply``: binds the middleware to its agent on first use and adds the tools
+  (``read_file``, ``read_dialog``, ``search_dialog``, the memory tools);
+- ``on_acting``: stage one on every tool response as it leaves the tool, before 2.x writes it
+  into the context (and before 2.x's ``tool_result_limit`` split sees it);
+- ``on_compress_context``: 2.x calls it before every reasoning step; the whole pipeline runs
+  here (pending stage one, stage two, the token check, the pair-safe compaction with the
+  dialog saved first) and 2.x's own compression is *not* called;
+- ``on_system_prompt``: ``Memory.md`` after the agent's system prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
+from typing import Any
+
+from agentscope.middleware import MiddlewareBase
+from agentscope.model import ChatModelBase
+from agentscope.tool import ToolResponse
+
+from ..core.config import ContextConfig
+from ..core.errors import ConfigError, ContextExtError, WorkspaceWriteError
+from ..core.events import ContextEvent, ContextStats, EventBus
+from ..core.longterm import NOTES_DIRNAME, ConsolidationResult, LongTermMemory, SummarizerService
+from ..core.pipeline import ContextCount, ResultSlot, build_pipeline
+from ..core.tokens import get_token_counter, known_max_input_tokens
+from ..core.workspace import ToolResultStore, open_workspace
+from ._context import AgentStateContext, changed_output
+from ._convert import DialogStore, has_text, media_of, output_text, tool_arguments
+from ._longterm import LongTermMemoryService
+from ._model import model_call, model_name, named_model
+from ._offloader import ContextOffloader
+from ._tools import make_dialog_tools, make_read_file_tool
+
+__all__ = ["ContextManager", "ContextMiddleware", "enable_context_management"]
+
+logger = logging.getLogger("agentscope_context_ext")
+
+_HOOK_LISTS = {
+    "on_reply": "_reply_middlewares",
+    "on_acting": "_acting_middlewares",
+    "on_compress_context": "_compress_context_middlewares",
+    "on_system_prompt": "_system_prompt_middlewares",
+}
+"""Where a 2.0.x ``Agent`` keeps the middlewares of each hook (filtered in its constructor)."""
+
+
+class ContextMiddleware(MiddlewareBase):
+    """Context management for one 2.x ``Agent``, as the agent's middleware.
+
+    Args:
+        config (`ContextConfig | dict | str | Path | None`): A config, a dict of keys, or a
+            YAML/JSON file path; ``None`` uses the defaults.
+        compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's
+            own (or ``compaction.model`` by name).
+
+    Attributes:
+        offloader (`ContextOffloader`): Pass it as the agent's ``offloader``: what 2.x offloads
+            by itself lands in the same workspace.
+        manager (`ContextManager | None`): Stats, ``compact_now()``, ``count()``; set when the
+            agent first uses the middleware (or at once by ``enable_context_management``).
+
+    Raises:
+        `ConfigError`: The configuration is invalid (the message names the key).
+        `WorkspaceError`: The workspace cannot be written.
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig | dict[str, Any] | str | Path | None = None,
+        *,
+        compaction_model: ChatModelBase | None = None,
+    ) -> None:
+        self.config = ContextConfig.load(config)
+        self.compaction_model = compaction_model
+        extra = (NOTES_DIRNAME,) if self.config.long_term_memory.enabled else ()
+        self.workspace, self.storage = open_workspace(self.config.workspace, extra)
+        self.tool_result_store = ToolResultStore(
+            self.storage, ttl_days=self.config.truncation.ttl_days
+        )
+        self.dialog_store = DialogStore(self.storage)
+        self.offloader = ContextOffloader(
+            self.dialog_store,
+            self.tool_result_store,
+            self.workspace if isinstance(self.workspace, Path) else None,
+        )
+        self.manager: ContextManager | None = None
+        self._running: set[str] = set()
+
+    def bind(self, agent: Any) -> ContextManager:
+        """The manager of ``agent`` (created on the first call)."""
+        if self.manager is None:
+            other = getattr(agent, "context_manager", None)
+            if isinstance(other, ContextManager):
+                raise ContextExtError(
+                    "this agent already has context management (another ContextMiddleware or "
+                    "enable_context_management); use one per agent"
+                )
+            self.manager = ContextManager(agent, self)
+        elif self.manager.agent is not agent:
+            raise ContextExtError(
+                f"this ContextMiddleware already manages agent {self.manager.agent.name!r}; "
+                f"give agent {getattr(agent, 'name', '?')!r} a ContextMiddleware of its own"
+            )
+        return self.manager
+
+    def _active(self, agent: Any) -> ContextManager | None:
+        manager = self.bind(agent)
+        return None if manager.detached else manager
+
+    async def on_reply(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
+    ) -> AsyncGenerator:
+        manager = self._active(agent)
+        if manager is not None:
+            await manager.attach_tools()
+        async for item in next_handler(**input_kwargs):
+            yield item
+
+    async def on_acting(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
+    ) -> AsyncGenerator:
+        manager = self._active(agent)
+        tool_call = input_kwargs.get("tool_call")
+        key = f"acting:{getattr(tool_call, 'id', '')}"
+        if manager is None or tool_call is None or key in self._running:
+            # added twice: the outer one cuts
+            async for item in next_handler(**input_kwargs):
+                yield item
+            return
+        self._running.add(key)
+        try:
+            async for item in next_handler(**input_kwargs):
+                if isinstance(item, ToolResponse):
+                    item = await manager.cut(tool_call, item)
+                yield item
+        finally:
+            self._running.discard(key)
+
+    async def on_compress_context(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
+    ) -> None:
+        manager = self._active(agent)
+        if manager is None:
+            await next_handler(**input_kwargs)
+            return
+        if "compress" in self._running:  # added twice: the pipeline runs once
+            return
+        self._running.add("compress")
+        try:
+            # 2.x's compression tool (or a caller) passes its own context_config: a request to
+            # compact now; the step before reasoning passes none.
+            forced = input_kwargs.get("context_config") is not None
+            await manager.run_pipeline(forced=forced, instructions=input_kwargs.get("instructions"))
+        finally:
+            self._running.discard("compress")
+
+    async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
+        manager = self._active(agent)
+        if manager is None:
+            return current_prompt
+        return manager.system_prompt(current_prompt)
+
+
+class ContextManager:
+    """The extension attached to one 2.x agent (``middleware.manager``).
+
+    Attributes:
+        agent: The managed agent.
+        config (`ContextConfig`): The configuration in force.
+        middleware (`ContextMiddleware`): The agent's middleware.
+        workspace (`Path | str`): The workspace folder (or the Redis URL, password hidden).
+        storage (`Storage`): Where the workspace's data lives.
+        max_input_tokens (`int`): The window the pipeline manages (``config.max_input_tokens``,
+            else the model's ``context_size``).
+        port (`AgentStateContext`): The agent's state as the pipeline sees it.
+    """
+
+    def __init__(self, agent: Any, middleware: ContextMiddleware) -> None:
+        for attribute in ("state", "model", "toolkit"):
+            if getattr(agent, attribute, None) is None:
+                raise ContextExtError(
+                    f"context management needs an AgentScope 2.x Agent with .{attribute}; "
+                    f"got {type(agent).__name__}"
+                )
+        config = middleware.config
+        self.agent = agent
+        self.config = config
+        self.middleware = middleware
+        self.workspace = middleware.workspace
+        self.storage = middleware.storage
+        name = model_name(agent.model)
+        self.max_input_tokens = (
+            config.max_input_tokens
+            or getattr(agent.model, "context_size", None)
+            or known_max_input_tokens(name)
+        )
+        budget_error = config.compaction.summary_budget_error(self.max_input_tokens)
+        if budget_error:
+            raise ConfigError(f"{budget_error} (the window of {name or 'the model'})")
+        self.counter = get_token_counter(
+            config.tokenizer, model_name=name, media_token_cost=config.media_token_cost
+        )
+        self.bus = EventBus()
+        self.port = AgentStateContext(agent, self.counter)
+        summary_model = (
+            None
+            if config.compaction.model == "extractive"
+            else middleware.compaction_model or named_model(agent.model, config.compaction.model)
+        )
+        self.pipeline = build_pipeline(
+            config,
+            self.port,
+            self.counter,
+            dialog_store=middleware.dialog_store,
+            tool_result_store=middleware.tool_result_store,
+            bus=self.bus,
+            max_input_tokens=self.max_input_tokens,
+            call_model=model_call(summary_model) if summary_model is not None else None,
+            compaction_window=(
+                self.max_input_tokens
+                if summary_model is None or summary_model is agent.model
+                else getattr(summary_model, "context_size", None)
+            ),
+            notify=self._print_notice,
+        )
+        self.long_term_service: LongTermMemoryService | None = None
+        if config.long_term_memory.enabled:
+            self.long_term_service = LongTermMemoryService(
+                config,
+                self.workspace if isinstance(self.workspace, Path) else self.storage,
+                named_model(agent.model, config.long_term_memory.model),
+                self.counter.count_text,
+                self.bus.emit,
+            )
+            if self.long_term_service.summarizer is not None:
+                self.pipeline.parts.compaction.on_compacted = self.long_term_service.on_compacted
+        self.detached = False
+        self._tools: list[Any] = []
+        self._undo: list[Callable[[], None]] = []
+        agent.context_manager = self
+        self._undo.append(lambda: _delete(agent, "context_manager"))
+
+    # ------------------------------------------------------------ the hooks' work
+
+    async def attach_tools(self) -> None:
+        """Add this package's tools to the agent's toolkit (once; a tool of the same name that
+        is not ours is an error: 2.x would silently replace it)."""
+        if self._tools or self.detached:
+            return
+        config, toolkit = self.config, self.agent.toolkit
+        tools: list[Any] = []
+        share_tokens = int(config.truncation.max_window_share * self.max_input_tokens)
+        if config.tools.read_file:
+            tools.append(
+                make_read_file_tool(
+                    self.workspace if isinstance(self.workspace, Path) else self.storage,
+                    config.truncation,
+                    config.tools.allowed_roots,
+                    max_bytes_cap=max(share_tokens * 2, 1024),
+                )
+            )
+        if config.tools.dialog:
+            tools.extend(make_dialog_tools(self.middleware.dialog_store))
+        if self.long_term_service is not None:
+            tools.extend(self.long_term_service.agent_tools())
+        for tool in tools:
+            existing = await toolkit.get_tool(tool.name)
+            if existing is not None:
+                key = "memory" if tool.name.startswith(("memory_", "daily_")) else tool.name
+                key = "dialog" if tool.name.endswith("_dialog") else key
+                raise ContextExtError(
+                    f"the agent's toolkit already has a tool named {tool.name!r}; rename it or "
+                    f"turn ours off (tools.{key}: false)"
+                )
+        await toolkit.add_tool(tools)
+        self._tools = tools
+
+    async def cut(self, tool_call: Any, response: ToolResponse) -> ToolResponse:
+        """Stage one on a tool's final response, before 2.x writes it into the context."""
+        slot = ResultSlot(
+            call_id=str(tool_call.id),
+            tool=str(tool_call.name),
+            text=output_text(response.content) if has_text(response.content) else None,
+            media=media_of(response.content),
+            tool_input=tool_arguments(tool_call),
+            state={},
+        )
+        started = time.perf_counter()
+        try:
+            change = await self.pipeline.stage_one_now(slot)
+        finally:
+            self.stats.hook_seconds += time.perf_counter() - started
+        if change is None:
+            return response
+        return response.model_copy(update={"content": changed_output(response.content, change)})
+
+    async def run_pipeline(self, forced: bool = False, instructions: Any = None) -> None:
+        """The pipeline before a reasoning step (or a compaction asked for now). Shielded from
+        cancellation like 2.x's own compression: an interrupted reply never leaves the context
+        half compacted (the dialog is written before anything leaves the context)."""
+        task = asyncio.ensure_future(self._run(forced, instructions))
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await task
+            raise
+
+    async def _run(self, forced: bool, instructions: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await self._steps(forced, instructions)
+        finally:
+            self.stats.hook_seconds += time.perf_counter() - started
+
+    async def _steps(self, forced: bool, instructions: Any) -> None:
+        service = self.long_term_service
+        if service is not None:
+            try:
+                service.start()
+                service.refresh()
+            except Exception as exc:  # noqa: BLE001 - e.g. the workspace server is away
+                await self.bus.emit("warning", where="long_term_memory", error=repr(exc)[:300])
+        await self.attach_tools()
+        sys_prompt, tools = await self.prompt_parts()
+        try:
+            if forced:
+                extra = _hint_text(instructions)
+                await self.pipeline.compact(sys_prompt, tools, extra, force=True)
+            else:
+                await self.pipeline.before_reasoning(sys_prompt, tools)
+        except WorkspaceWriteError:
+            raise  # the prompt would exceed the window: the caller must know
+        except Exception as exc:
+            logger.exception("context pipeline failed")
+            await self.bus.emit("warning", where="compress_context", error=repr(exc)[:300])
+
+    def system_prompt(self, prompt: str) -> str:
+        """The system prompt with ``Memory.md`` (when long-term memory is on)."""
+        if self.long_term_service is None:
+            return prompt
+        return self.long_term_service.system_prompt(prompt)
+
+    async def prompt_parts(self) -> tuple[str, list[dict]]:
+        """The system prompt and tool schemas the agent sends now (2.x builds the system prompt
+        from its own text, skills, workspace instructions and the middlewares' transformers)."""
+        agent = self.agent
+        build = getattr(agent, "_get_system_prompt", None)
+        if build is not None:
+            sys_prompt = await build()
+        else:
+            sys_prompt = self.system_prompt(str(getattr(agent, "_system_prompt", "") or ""))
+        tools = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
+        return sys_prompt, tools
+
+    # ---------------------------------------------------------------- public
+
+    @property
+    def stats(self) -> ContextStats:
+        """Totals of everything the extension did (see :class:`ContextStats`)."""
+        return self.bus.stats
+
+    def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
+        return self.bus.subscribe(callback)
+
+    async def compact_now(self, extra_instruction: str | None = None) -> ContextCount:
+        """Compact right away (as far as a pair-safe cut allows), e.g. before a long task."""
+        await self.attach_tools()
+        sys_prompt, tools = await self.prompt_parts()
+        return await self.pipeline.compact(sys_prompt, tools, extra_instruction, force=True)
+
+    async def count(self) -> ContextCount:
+        """The token count of the prompt the agent would send now."""
+        await self.attach_tools()
+        sys_prompt, tools = await self.prompt_parts()
+        return await self.pipeline.count(sys_prompt, tools)
+
+    @property
+    def long_term(self) -> LongTermMemory | None:
+        """``Memory.md`` and the daily notes (``None`` when long-term memory is off)."""
+        return self.long_term_service.memory if self.long_term_service else None
+
+    @property
+    def summarizer(self) -> SummarizerService | None:
+        """The background Summarizer (``None`` when off)."""
+        return self.long_term_service.summarizer if self.long_term_service else None
+
+    async def drain(self) -> None:
+        """Wait until every pending Summarizer job is done (or recorded as failed)."""
+        if self.long_term_service is not None:
+            await self.long_term_service.drain()
+
+    async def consolidate_now(self) -> ConsolidationResult | None:
+        """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
+        if self.long_term_service is None:
+            return None
+        return await self.long_term_service.consolidate()
+
+    def detach(self) -> None:
+        """Undo what context management changed: its tools leave the toolkit, the middleware
+        stops acting (and leaves the agent's hook lists when ``enable_context_management`` put
+        it there), the offloader it set is taken back. The context keeps what it holds now (the
+        summary stays ``state.summary``)."""
+        if self.detached:
+            return
+        self.detached = True
+        if self.long_term_service is not None:
+            self.long_term_service.close()
+        if self._tools:
+            ours = {id(tool) for tool in self._tools}
+            for group in self.agent.toolkit.tool_groups:
+                group.tools = [tool for tool in group.tools if id(tool) not in ours]
+            self._tools = []
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+
+    close = detach
+    """Same as :meth:`detach`."""
+
+    def record_undo(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` on :meth:`detach` (after the later changes are undone)."""
+        self._undo.append(undo)
+
+    async def _print_notice(self, text: str) -> None:
+        # A status line for the console; 2.x has no print hook, the log carries it.
+        logger.info("%s", text)
+        if self.config.notices:
+            print(text, flush=True)
+
+
+def _hint_text(instructions: Any) -> str | None:
+    if instructions is None:
+        return None
+    hint = getattr(instructions, "hint", instructions)
+    return hint if isinstance(hint, str) else output_text(hint)
+
+
+def _delete(agent: Any, name: str) -> None:
+    if hasattr(agent, name):
+        delattr(agent, name)
+
+
+def enable_context_management(
+    agent: Any,
+    config: ContextConfig | dict[str, Any] | str | Path | None = None,
+    *,
+    compaction_model: ChatModelBase | None = None,
+) -> ContextManager:
+    """Turn on context management for an AgentScope 2.x ``Agent`` that already exists.
+
+    Adds a :class:`ContextMiddleware` to the agent's hook lists (2.x filters its middlewares
+    once, in the constructor, so the lists are where a new one goes), sets its offloader when
+    the agent has none, and returns the manager. ``manager.detach()`` undoes it all.
+
+    Args:
+        agent (`Agent`): The 2.x agent.
+        config (`ContextConfig | dict | str | Path | None`): A config, a dict of keys, or a
+            YAML/JSON file path; ``None`` uses the defaults.
+        compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's.
+
+    Raises:
+        `ConfigError`: The configuration is invalid (the message names the key).
+        `ContextExtError`: The agent lacks what is needed, or is already managed.
+    """
+    if isinstance(getattr(agent, "context_manager", None), ContextManager):
+        raise ContextExtError(
+            "context management is already enabled on this agent; call detach() first"
+        )
+    missing = [
+        name for name in _HOOK_LISTS.values() if not isinstance(getattr(agent, name, None), list)
+    ]
+    if missing or not hasattr(agent, "state"):
+        raise ContextExtError(
+            f"enable_context_management needs an AgentScope 2.x Agent; {type(agent).__name__} "
+            "has no middleware lists: pass ContextMiddleware(...) in Agent(middlewares=[...])"
+        )
+    middleware = ContextMiddleware(config, compaction_model=compaction_model)
+    manager = middleware.bind(agent)
+    for _hook, attribute in _HOOK_LISTS.items():
+        hooks: list = getattr(agent, attribute)
+        hooks.append(middleware)
+        manager.record_undo(lambda hooks=hooks: hooks.remove(middleware))
+    if getattr(agent, "offloader", None) is None:
+        agent.offloader = middleware.offloader
+        manager.record_undo(lambda: setattr(agent, "offloader", None))
+    return manager

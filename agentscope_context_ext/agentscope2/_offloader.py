@@ -1,0 +1,74 @@
+"""The workspace as AgentScope 2.x's ``Offloader`` (``agentscope.workspace.Offloader``).
+
+While this package's middleware is on, 2.x's own compression never runs (the middleware's
+``on_compress_context`` is the compaction), and stage one cuts every large result before 2.x's
+``tool_result_limit`` split sees it. What 2.x still offloads by itself lands in the same
+workspace as everything else, reachable by the same tools:
+
+- ``offload_context``: messages 2.x compacted (its ``compress_context`` with the middleware off)
+  are appended to ``dialog/YYYY-MM-DD.jsonl``, fsync'ed, one record per message;
+- ``offload_tool_result``: the part of a tool result 2.x split off goes to ``tool_result/``;
+- ``offload_data_block``: a base64 medium 2.x takes out of the context (``max_image_num``, an
+  input medium the model cannot take) is saved under ``tool_result/`` and comes back as a
+  ``file://`` URL block (a folder workspace) or unchanged (a Redis workspace: no local file).
+
+Each returns the workspace-relative path 2.x puts in its reminder, which ``read_file`` and
+``read_dialog`` read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from pathlib import Path
+
+from agentscope.message import Base64Source, DataBlock, Msg, ToolResultBlock, URLSource
+
+from ..core.workspace import DialogStore, ToolResultStore
+from ._convert import output_text
+
+__all__ = ["ContextOffloader"]
+
+
+class ContextOffloader:
+    """An ``Offloader`` writing into this package's workspace.
+
+    Args:
+        dialog_store (`DialogStore`): Where offloaded context goes (2.x messages).
+        tool_result_store (`ToolResultStore`): Where offloaded results and media go.
+        folder (`Path | None`): The workspace folder (``None`` for a Redis workspace).
+    """
+
+    def __init__(
+        self,
+        dialog_store: DialogStore,
+        tool_result_store: ToolResultStore,
+        folder: Path | None = None,
+    ) -> None:
+        self.dialog_store = dialog_store
+        self.tool_result_store = tool_result_store
+        self.folder = folder
+
+    async def offload_context(self, session_id: str, msgs: list[Msg]) -> str:
+        refs = self.dialog_store.append(list(msgs))
+        return "; ".join(str(ref) for ref in refs) or self.dialog_store.directory
+
+    async def offload_tool_result(self, session_id: str, tool_result: ToolResultBlock) -> str:
+        return self.tool_result_store.save(output_text(tool_result.output))
+
+    async def offload_data_block(self, block: DataBlock) -> DataBlock:
+        source = block.source
+        if not isinstance(source, Base64Source) or self.folder is None:
+            return block
+        try:
+            data = base64.b64decode(source.data, validate=True)
+        except (binascii.Error, ValueError):
+            data = source.data.encode("utf-8")
+        relative = self.tool_result_store.save_media(data, source.media_type)
+        return DataBlock(
+            id=block.id,
+            name=block.name,
+            source=URLSource(
+                url=(self.folder / relative).resolve().as_uri(), media_type=source.media_type
+            ),
+        )
