@@ -19,8 +19,8 @@ Public API (everything a user needs is importable from here):
 from importlib import import_module
 from typing import Any
 
-from ._compat import adapter_module, agentscope_major, agentscope_version
 from ._version import __version__
+from .compat import adapter_module, agentscope_major, agentscope_version
 from .core.config import (
     CompactionConfig,
     ContextConfig,

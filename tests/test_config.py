@@ -200,6 +200,7 @@ def test_presets_say_what_they_are_for() -> None:
     assert coding.truncation.is_markdown("docs/SKILL.md")
 
 
+@pytest.mark.agentscope1
 def test_a_summary_bigger_than_the_models_window_is_refused_at_enable() -> None:
     """The window may come from the model's name: the same check runs when enabling."""
     from agentscope.formatter import DashScopeChatFormatter

@@ -16,7 +16,7 @@ from .. import __version__
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.workspace import Storage, is_storage_url, open_storage
-from ..replay._errors import TranscriptError
+from ..replay import TranscriptError
 from ._studio import StudioError, connect_studio, studio_arguments
 
 EXIT_OK = 0

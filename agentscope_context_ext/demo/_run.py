@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import agentscope
 
-from .._compat import agentscope_major, agentscope_version
+from ..compat import agentscope_major, agentscope_version
 from ..core.config import ContextConfig
 from ..core.messages import Message
 from ..core.rendering import offload_paths

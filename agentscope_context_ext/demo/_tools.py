@@ -36,7 +36,7 @@ def make_explorer_tools(root: Path) -> tuple[Any, ...]:
     refused."""
     from importlib import import_module
 
-    from .._compat import adapter_module
+    from ..compat import adapter_module
 
     as_tool = import_module(adapter_module(), __package__.rpartition(".")[0]).as_tool
     return tuple(as_tool(function) for function in make_explorer_functions(root))

@@ -14,7 +14,6 @@ not pieces of longer ones.
 from __future__ import annotations
 
 import math
-import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,37 +25,15 @@ from agentscope.message import Msg
 from ..agentscope1 import DialogStore, get_token_counter, make_dialog_tools, model_call, to_views
 from ..core.config import ContextConfig
 from ..core.pipeline import Compactor
-from ..core.summary import mentions
+from ..core.summary import mentions, summary_identifiers
 from ..core.workspace import ToolResultStore
 from ..testing import ScriptedChatModel
 from ._importers import Transcript
 from ._replayer import replay_transcript
 
-__all__ = ["FidelityResult", "latest_single_compaction", "summary_fidelity", "summary_identifiers"]
-
-_FENCED_RE = re.compile(r"```.*?```", re.S)
-_INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
-_PATH_RE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,7}\b")
-_TRAILING = ".,:;"
 _MINIMAL_ANSWER = "## Goal\n- (recorded)\n## Progress\n- (recorded)\n## Next Steps\n- (recorded)"
 
-
-def summary_identifiers(text: str) -> list[str]:
-    """The identifiers a summary names: its inline-code spans and its file paths.
-
-    Every ```` `span` ```` and every ``dir/name.ext`` path outside fenced code blocks (a code
-    block is code, not a list of names), stripped of surrounding blanks and trailing ``.,:;``,
-    at least two characters long, each once, in order of appearance.
-    """
-    prose = _FENCED_RE.sub(" ", text)
-    found = [span.strip() for span in _INLINE_CODE_RE.findall(prose)]
-    found += _PATH_RE.findall(_INLINE_CODE_RE.sub(" ", prose))
-    identifiers: list[str] = []
-    for item in found:
-        item = item.strip().rstrip(_TRAILING)
-        if len(item) >= 2 and item not in identifiers:
-            identifiers.append(item)
-    return identifiers
+__all__ = ["FidelityResult", "latest_single_compaction", "summary_fidelity", "summary_identifiers"]
 
 
 @dataclass

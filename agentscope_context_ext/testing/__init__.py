@@ -1,7 +1,7 @@
 """Offline test support: a real scripted ``ChatModelBase`` for tests, demos and benchmarks, for
 the installed AgentScope (1.x or 2.x; the same names on both)."""
 
-from .._compat import agentscope_major
+from ..compat import agentscope_major
 
 if agentscope_major() >= 2:
     from ._scripted_model2 import ModelCall, Reply, ScriptedChatModel, reply, tool_call

@@ -3,6 +3,7 @@ the compaction model's prompt and input, and parsing its answer. Pure: no AgentS
 
 from ._calls import changed_lines, classify, definitions, error_line
 from ._extractive import DEFAULT_BUDGET_TOKENS, extractive_summary
+from ._identifiers import summary_identifiers
 from ._model import SECTION_TITLES, CompactSummary, DialogRef, merge_refs
 from ._parse import parse_summary, summary_language
 from ._prompt import (
@@ -47,5 +48,6 @@ __all__ = [
     "render_for_summary",
     "render_messages",
     "sentences",
+    "summary_identifiers",
     "summary_language",
 ]

@@ -1,0 +1,332 @@
+"""The AgentScope 2.x adapter with real 2.x ``Agent`` objects and the package's scripted model.
+
+Collected only when AgentScope 2.x is installed (see conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from agentscope.agent import Agent, ReActConfig
+from agentscope.message import ToolResultBlock, UserMsg
+from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.state import AgentState
+from agentscope.tool import FunctionTool, Toolkit
+
+import agentscope_context_ext as ace
+from agentscope_context_ext import ContextExtError, ContextMiddleware, enable_context_management
+from agentscope_context_ext.core.truncation import split_notice
+from agentscope_context_ext.replay import prompt_pair_violations
+from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
+
+ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test tool")
+
+
+def lines(n: int, tag: str = "line") -> str:
+    """Return n long numbered lines.
+
+    Args:
+        n (int): How many lines.
+        tag (str): The word each line starts with.
+    """
+    return "\n".join(f"{tag} {i:05d} " + "x" * 80 for i in range(n))
+
+
+def boom(reason: str) -> str:
+    """Always fail.
+
+    Args:
+        reason (str): Why.
+    """
+    raise RuntimeError(f"tool failed: {reason}")
+
+
+def tools() -> Toolkit:
+    return Toolkit(
+        tools=[FunctionTool(lines, permission=ALLOW), FunctionTool(boom, permission=ALLOW)]
+    )
+
+
+def config(workspace: Path, **extra) -> dict:
+    data = {
+        "workspace": str(workspace),
+        "max_input_tokens": 16384,
+        "notices": False,
+        "long_term_memory": {"enabled": False},
+    }
+    data.update(extra)
+    return data
+
+
+def make_agent(model, middlewares=None, toolkit=None, **kwargs) -> Agent:
+    return Agent(
+        name="worker",
+        system_prompt="You work with tools.",
+        model=model,
+        toolkit=toolkit if toolkit is not None else tools(),
+        middlewares=middlewares or [],
+        react_config=ReActConfig(max_iters=50),
+        **kwargs,
+    )
+
+
+def violations(model: ScriptedChatModel) -> int:
+    total = 0
+    for call in model.calls:
+        ids = {str(c.get("id")) for m in call.messages for c in m.get("tool_calls") or []}
+        total += prompt_pair_violations(call.messages, ids)
+    return total
+
+
+def result_blocks(agent: Agent) -> list[ToolResultBlock]:
+    return [b for m in agent.state.context for b in m.content if isinstance(b, ToolResultBlock)]
+
+
+def output(block: ToolResultBlock) -> str:
+    return (
+        block.output
+        if isinstance(block.output, str)
+        else "".join(getattr(item, "text", "") for item in block.output)
+    )
+
+
+async def test_the_public_names_resolve_to_the_2x_adapter():
+    assert ace.ContextManager.__module__.endswith("agentscope2._manager")
+    assert ace.enable_context_management is enable_context_management
+    with pytest.raises(AttributeError, match=r"1\.x integration"):
+        _ = ace.ContextMemory
+
+
+async def test_stage_one_cuts_in_on_acting_and_read_file_reads_the_whole_output(tmp_path):
+    seen: list[str] = []
+
+    def script(call: ModelCall):
+        if call.index == 0:
+            return reply("reading", tool_call("lines", n=1500))
+        if call.index == 1:
+            notice = split_notice(call.messages[-1]["content"])
+            assert notice is not None, "the tool result reached the model without a notice"
+            seen.append(notice[1].file_path)
+            return reply(
+                "more",
+                tool_call(
+                    "read_file", file_path=notice[1].file_path, start_line=1401, end_line=1500
+                ),
+            )
+        seen.append(call.messages[-1]["content"])
+        return "done"
+
+    model = ScriptedChatModel(script)
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+    await agent.reply(UserMsg("user", "go"))
+    path = seen[0]
+    assert (tmp_path / path).read_text(encoding="utf-8") == lines(1500)
+    assert "line 01400" in seen[1] and "line 01480" in seen[1]
+    first = result_blocks(agent)[0]
+    assert first.metadata["agentscope_context_ext"]["path"] == path
+    assert context.manager.stats.truncations == 1
+    assert violations(model) == 0
+
+
+async def test_compaction_is_pair_safe_lossless_and_readable_back(tmp_path):
+    steps = [reply(f"step {i}", tool_call("lines", n=400, tag=f"t{i}")) for i in range(14)]
+    model = ScriptedChatModel([*steps, reply("look back", tool_call("read_dialog")), "done"])
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+    await agent.reply(UserMsg("user", "work"))
+    stats = context.manager.stats
+    assert stats.compactions >= 1
+    assert violations(model) == 0
+    assert all(model.counter.count_formatted(c.messages, c.tools) <= 16384 for c in model.calls)
+    assert agent.state.summary.startswith(context.manager.port.summary.render()[:40])
+    # every tool result that left the context is in dialog/ with its notice, and the notice's
+    # file holds the whole output
+    records = list(context.dialog_store.iter_records())
+    saved = [b for r in records for b in r.msg.content if isinstance(b, ToolResultBlock)]
+    assert saved
+    for block in saved:
+        notice = split_notice(output(block))
+        assert notice is not None
+        text = (tmp_path / notice[1].file_path).read_text(encoding="utf-8")
+        assert text.startswith(f"{block.name if False else ''}") and text.count("\n") == 399
+    # the read_dialog call got the saved messages back
+    last_result = output(result_blocks(agent)[-1])
+    assert "step" in last_result
+
+
+async def test_enable_context_management_on_an_existing_agent_and_detach(tmp_path):
+    model = ScriptedChatModel([reply("x", tool_call("lines", n=1500)), "done"])
+    agent = make_agent(model)
+    before = {
+        name: list(getattr(agent, name))
+        for name in ("_acting_middlewares", "_compress_context_middlewares")
+    }
+    manager = enable_context_management(agent, config(tmp_path))
+    assert agent.offloader is manager.middleware.offloader
+    with pytest.raises(ContextExtError, match="already enabled"):
+        enable_context_management(agent, config(tmp_path))
+    await agent.reply(UserMsg("user", "go"))
+    assert manager.stats.truncations == 1
+    names = {t["function"]["name"] for t in await agent.toolkit.get_tool_schemas([])}
+    assert {"read_file", "read_dialog", "search_dialog"} <= names
+    manager.detach()
+    assert agent.offloader is None
+    assert not hasattr(agent, "context_manager")
+    for name, value in before.items():
+        assert getattr(agent, name) == value
+    names = {t["function"]["name"] for t in await agent.toolkit.get_tool_schemas([])}
+    assert not names & {"read_file", "read_dialog", "search_dialog"}
+
+
+async def test_the_middleware_added_twice_acts_once(tmp_path):
+    model = ScriptedChatModel([reply("x", tool_call("lines", n=1500)), "done"])
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context, context])
+    await agent.reply(UserMsg("user", "go"))
+    stats = context.manager.stats
+    assert stats.truncations == 1 and stats.counts["tool_result_truncated"] == 1
+    record = result_blocks(agent)[0].metadata["agentscope_context_ext"]
+    assert record["stage"] == 1 and record["path"].startswith("tool_result/")
+
+
+async def test_two_middlewares_on_one_agent_or_one_on_two_agents_are_clear_errors(tmp_path):
+    first, second = ContextMiddleware(config(tmp_path)), ContextMiddleware(config(tmp_path))
+    agent = make_agent(ScriptedChatModel(["hi"]), [first, second])
+    with pytest.raises(ContextExtError, match="one per agent"):
+        await agent.reply(UserMsg("user", "go"))
+    shared = ContextMiddleware(config(tmp_path))
+    await make_agent(ScriptedChatModel(["a"]), [shared]).reply(UserMsg("user", "go"))
+    with pytest.raises(ContextExtError, match="of its own"):
+        await make_agent(ScriptedChatModel(["b"]), [shared]).reply(UserMsg("user", "go"))
+
+
+async def test_an_agent_without_a_toolkit_gets_the_tools(tmp_path):
+    model = ScriptedChatModel([reply("x", tool_call("read_dialog")), "done"])
+    context = ContextMiddleware(config(tmp_path))
+    agent = Agent(name="bare", system_prompt="s", model=model, middlewares=[context])
+    await agent.reply(UserMsg("user", "go"))
+    assert "No dialog has been saved yet" in output(result_blocks(agent)[0])
+
+
+async def test_a_tool_named_like_ours_is_refused(tmp_path):
+    async def read_file(file_path: str) -> str:
+        """Theirs.
+
+        Args:
+            file_path (str): A path.
+        """
+        return "theirs"
+
+    toolkit = Toolkit(tools=[FunctionTool(read_file, permission=ALLOW)])
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(ScriptedChatModel(["x"]), [context], toolkit=toolkit)
+    with pytest.raises(ContextExtError, match=r"tools\.read_file: false"):
+        await agent.reply(UserMsg("user", "go"))
+
+
+async def test_parallel_calls_and_a_tool_that_raises(tmp_path):
+    calls = [tool_call("lines", n=1500, tag=f"p{i}") for i in range(3)]
+    model = ScriptedChatModel(
+        [
+            reply("three at once", *calls),
+            reply("now fail", tool_call("boom", reason="disk")),
+            "done",
+        ]
+    )
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context])
+    await agent.reply(UserMsg("user", "go"))
+    blocks = result_blocks(agent)
+    assert [b.id for b in blocks[:3]] == [c.id for c in calls]
+    assert all(split_notice(output(b)) for b in blocks[:3])
+    assert "tool failed: disk" in output(blocks[3]) and blocks[3].state == "error"
+    assert context.manager.stats.truncations == 3
+    assert violations(model) == 0
+
+
+async def test_an_interrupted_reply_leaves_no_orphan_and_the_next_reply_works(tmp_path):
+    async def hang(seconds: int) -> str:
+        """Wait.
+
+        Args:
+            seconds (int): How long.
+        """
+        raise asyncio.CancelledError()
+
+    toolkit = tools()
+    await toolkit.add_tool(FunctionTool(hang, permission=ALLOW))
+    model = ScriptedChatModel(
+        [
+            reply("big", tool_call("lines", n=1500)),
+            reply("wait", tool_call("hang", seconds=5)),
+            "after",
+        ]
+    )
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], toolkit=toolkit)
+    first = await agent.reply(UserMsg("user", "go"))
+    assert first.finished_reason == "interrupted"
+    answer = await agent.reply(UserMsg("user", "again"))
+    assert answer.get_text_content() == "after"
+    assert violations(model) == 0
+    assert split_notice(output(result_blocks(agent)[0])) is not None
+
+
+async def test_a_saved_state_loads_into_a_fresh_agent_with_its_summary(tmp_path):
+    steps = [reply(f"step {i}", tool_call("lines", n=400, tag=f"s{i}")) for i in range(12)]
+    model = ScriptedChatModel([*steps, "done"])
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context])
+    await agent.reply(UserMsg("user", "work"))
+    assert context.manager.stats.compactions >= 1
+    saved = agent.state.model_dump_json()
+    count = (await context.manager.count()).total
+
+    fresh_model = ScriptedChatModel(["resumed"])
+    fresh_context = ContextMiddleware(config(tmp_path))
+    fresh = make_agent(fresh_model, [fresh_context], state=AgentState.model_validate_json(saved))
+    manager = fresh_context.bind(fresh)
+    assert manager.port.summary is not None
+    assert manager.port.summary.render() == agent.state.summary
+    assert (await manager.count()).total == count
+    await fresh.reply(UserMsg("user", "continue"))
+    assert agent.state.summary in fresh_model.calls[0].text
+
+
+async def test_a_summary_written_by_2x_itself_is_kept_and_saved_when_compacted(tmp_path):
+    state = AgentState(summary="<system-info>Earlier: the user wants report-7781.</system-info>")
+    steps = [reply(f"step {i}", tool_call("lines", n=400)) for i in range(12)]
+    model = ScriptedChatModel([*steps, "done"])
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], state=state)
+    await agent.reply(UserMsg("user", "work"))
+    assert "report-7781" in model.calls[0].text
+    assert context.manager.stats.compactions >= 1
+    dialog = "\n".join(p.read_text(encoding="utf-8") for p in (tmp_path / "dialog").glob("*.jsonl"))
+    assert "report-7781" in dialog
+
+
+async def test_memory_md_is_in_the_system_prompt_and_the_summarizer_writes_it(tmp_path):
+    def script(call: ModelCall):
+        system = call.messages[0]["content"]
+        system = system if isinstance(system, str) else system[0]["text"]
+        if system.startswith("You maintain Memory.md"):
+            if not any(m.get("role") == "tool" for m in call.messages):
+                return reply(
+                    None, tool_call("memory_append", section="Facts", text="port 8443 is the API")
+                )
+            return "noted"
+        index = sum(1 for m in call.messages if m.get("role") == "tool")
+        return reply(f"s{index}", tool_call("lines", n=400)) if index < 12 else "done"
+
+    model = ScriptedChatModel(script)
+    context = ContextMiddleware(config(tmp_path, long_term_memory={"enabled": True}))
+    agent = make_agent(model, [context])
+    await agent.reply(UserMsg("user", "work"))
+    await context.manager.drain()
+    assert "port 8443 is the API" in (tmp_path / "Memory.md").read_text(encoding="utf-8")
+    await agent.reply(UserMsg("user", "and now?"))
+    assert "port 8443 is the API" in json.dumps(model.calls[-1].messages[0])
