@@ -16,6 +16,7 @@ from agentscope_context_ext.compat import agentscope_major, agentscope_version
 AGENTSCOPE1_ONLY = frozenset(
     {
         "test_checker.py",
+        "test_studio.py",
         "test_storage.py",
         "test_real_transcripts.py",
         "test_readme.py",
