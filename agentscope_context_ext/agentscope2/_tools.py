@@ -21,7 +21,13 @@ from ..core.tools import make_read_file
 from ..core.workspace import DialogStore, Storage
 from ._convert import view_of_record
 
-__all__ = ["as_tool", "make_dialog_tools", "make_memory_tools", "make_read_file_tool"]
+__all__ = [
+    "as_memory_tools",
+    "as_tool",
+    "make_dialog_tools",
+    "make_memory_tools",
+    "make_read_file_tool",
+]
 
 CoreTool = Callable[..., Coroutine[Any, Any, str]]
 
@@ -69,10 +75,13 @@ def make_memory_tools(
     writer: str = "agent",
 ) -> tuple[FunctionTool, FunctionTool, FunctionTool, FunctionTool]:
     """``(memory_read, memory_append, memory_edit, daily_note)`` over ``memory`` as tools."""
-    read, append, edit, note = core_memory_tools(memory, on_write, writer)
-    return (
-        as_tool(read),
-        as_tool(append, read_only=False),
-        as_tool(edit, read_only=False),
-        as_tool(note, read_only=False),
-    )
+    return as_memory_tools(core_memory_tools(memory, on_write, writer))
+
+
+def as_memory_tools(tools: Sequence[CoreTool]) -> tuple[FunctionTool, ...]:
+    """The core's memory tools as ``FunctionTool``\\ s: ``memory_read`` (the first) reads,
+    the others write."""
+    if not tools:
+        return ()
+    read, *writers = tools
+    return (as_tool(read), *(as_tool(tool, read_only=False) for tool in writers))

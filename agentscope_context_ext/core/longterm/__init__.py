@@ -5,6 +5,7 @@ write the notes are the adapters' (:data:`AgentRunner`)."""
 from ._consolidation import CONSOLIDATOR_PROMPT, AgentRunner, ConsolidationResult, consolidate
 from ._guide import MEMORY_GUIDE, bounded_by_tokens, memory_block
 from ._schedule import ConsolidationScheduler, last_consolidation, read_state, write_state
+from ._service import CONSOLIDATOR_MAX_ITERS, SUMMARIZER_MAX_ITERS, LongTermService
 from ._store import (
     DEFAULT_SECTIONS,
     MAX_ENTRY_CHARS,
@@ -19,6 +20,7 @@ from ._summarizer import SILENT, SUMMARIZER_PROMPT, SummarizerService, Summarize
 from ._tools import MemoryTool, make_memory_tools
 
 __all__ = [
+    "CONSOLIDATOR_MAX_ITERS",
     "CONSOLIDATOR_PROMPT",
     "DEFAULT_SECTIONS",
     "MAX_ENTRY_CHARS",
@@ -26,11 +28,13 @@ __all__ = [
     "MEMORY_GUIDE",
     "NOTES_DIRNAME",
     "SILENT",
+    "SUMMARIZER_MAX_ITERS",
     "SUMMARIZER_PROMPT",
     "AgentRunner",
     "ConsolidationResult",
     "ConsolidationScheduler",
     "LongTermMemory",
+    "LongTermService",
     "MemoryInputError",
     "MemoryTool",
     "SummarizerService",
