@@ -20,7 +20,6 @@ them all. Nothing is monkey-patched.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +29,12 @@ from agentscope.model import ChatModelBase
 
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, ContextExtError
-from ..core.events import ContextEvent, ContextStats, EventBus
+from ..core.events import EventBus
 from ..core.longterm import (
     NOTES_DIRNAME,
-    ConsolidationResult,
-    LongTermMemory,
-    SummarizerService,
 )
-from ..core.pipeline import ContextCount, build_pipeline
+from ..core.manager import ManagerBase
+from ..core.pipeline import build_pipeline
 from ..core.tokens import known_max_input_tokens
 from ..core.workspace import ToolResultStore, open_workspace
 from ._attachment import Attachment, adopt_memory
@@ -59,7 +56,7 @@ HOOK_NAME = "agentscope_context_ext"
 NOTICE_NAME = "context"
 
 
-class ContextManager:
+class ContextManager(ManagerBase):
     """The extension attached to one agent. Built by :func:`enable_context_management`.
 
     Attributes:
@@ -184,53 +181,9 @@ class ContextManager:
 
     # ---------------------------------------------------------------- public
 
-    @property
-    def stats(self) -> ContextStats:
-        """Totals of everything the extension did (see :class:`ContextStats`)."""
-        return self.bus.stats
-
-    def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
-        """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
-        return self.bus.subscribe(callback)
-
-    async def compact_now(self, extra_instruction: str | None = None) -> ContextCount:
-        """Compact right away (as far as a pair-safe cut allows), e.g. before a long task.
-
-        Args:
-            extra_instruction (`str | None`): Added to the compaction model's instruction, e.g.
-                "keep every SQL query verbatim".
-
-        Returns:
-            `ContextCount`: The prompt's token count afterwards.
-        """
-        return await self.pipeline.compact(
-            self.hooks.sys_prompt(), self.hooks.tool_schemas(), extra_instruction, force=True
-        )
-
-    async def count(self) -> ContextCount:
-        """The token count of the prompt the agent would send now."""
-        return await self.pipeline.count(self.hooks.sys_prompt(), self.hooks.tool_schemas())
-
-    @property
-    def long_term(self) -> LongTermMemory | None:
-        """``Memory.md`` and the daily notes (``None`` when long-term memory is off)."""
-        return self.long_term_service.memory if self.long_term_service else None
-
-    @property
-    def summarizer(self) -> SummarizerService | None:
-        """The background Summarizer (``None`` when off)."""
-        return self.long_term_service.summarizer if self.long_term_service else None
-
-    async def drain(self) -> None:
-        """Wait until every pending Summarizer job is done (or recorded as failed)."""
-        if self.long_term_service is not None:
-            await self.long_term_service.drain()
-
-    async def consolidate_now(self) -> ConsolidationResult | None:
-        """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
-        if self.long_term_service is None:
-            return None
-        return await self.long_term_service.consolidate()
+    async def prompt_parts(self) -> tuple[str, list[dict]]:
+        """The agent's system prompt and tool schemas now."""
+        return self.hooks.sys_prompt(), self.hooks.tool_schemas()
 
     def detach(self) -> None:
         """Undo every change this manager made to the agent: the original memory object comes

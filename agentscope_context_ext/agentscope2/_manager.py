@@ -44,9 +44,10 @@ from agentscope.tool import ToolResponse
 
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, ContextExtError, WorkspaceWriteError
-from ..core.events import ContextEvent, ContextStats, EventBus
-from ..core.longterm import NOTES_DIRNAME, ConsolidationResult, LongTermMemory, SummarizerService
-from ..core.pipeline import ContextCount, ResultSlot, build_pipeline
+from ..core.events import EventBus
+from ..core.longterm import NOTES_DIRNAME
+from ..core.manager import ManagerBase
+from ..core.pipeline import ResultSlot, build_pipeline
 from ..core.tokens import get_token_counter, known_max_input_tokens
 from ..core.workspace import ToolResultStore, open_workspace
 from ._context import AgentStateContext, changed_output
@@ -186,7 +187,7 @@ class ContextMiddleware(MiddlewareBase):
         return manager.system_prompt(current_prompt)
 
 
-class ContextManager:
+class ContextManager(ManagerBase):
     """The extension attached to one 2.x agent (``middleware.manager``).
 
     Attributes:
@@ -345,7 +346,6 @@ class ContextManager:
                 service.refresh()
             except Exception as exc:  # noqa: BLE001 - e.g. the workspace server is away
                 await self.bus.emit("warning", where="long_term_memory", error=repr(exc)[:300])
-        await self.attach_tools()
         sys_prompt, tools = await self.prompt_parts()
         try:
             if forced:
@@ -367,7 +367,9 @@ class ContextManager:
 
     async def prompt_parts(self) -> tuple[str, list[dict]]:
         """The system prompt and tool schemas the agent sends now (2.x builds the system prompt
-        from its own text, skills, workspace instructions and the middlewares' transformers)."""
+        from its own text, skills, workspace instructions and the middlewares' transformers),
+        this package's tools included."""
+        await self.attach_tools()
         agent = self.agent
         build = getattr(agent, "_get_system_prompt", None)
         if build is not None:
@@ -378,48 +380,6 @@ class ContextManager:
         return sys_prompt, tools
 
     # ---------------------------------------------------------------- public
-
-    @property
-    def stats(self) -> ContextStats:
-        """Totals of everything the extension did (see :class:`ContextStats`)."""
-        return self.bus.stats
-
-    def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
-        """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
-        return self.bus.subscribe(callback)
-
-    async def compact_now(self, extra_instruction: str | None = None) -> ContextCount:
-        """Compact right away (as far as a pair-safe cut allows), e.g. before a long task."""
-        await self.attach_tools()
-        sys_prompt, tools = await self.prompt_parts()
-        return await self.pipeline.compact(sys_prompt, tools, extra_instruction, force=True)
-
-    async def count(self) -> ContextCount:
-        """The token count of the prompt the agent would send now."""
-        await self.attach_tools()
-        sys_prompt, tools = await self.prompt_parts()
-        return await self.pipeline.count(sys_prompt, tools)
-
-    @property
-    def long_term(self) -> LongTermMemory | None:
-        """``Memory.md`` and the daily notes (``None`` when long-term memory is off)."""
-        return self.long_term_service.memory if self.long_term_service else None
-
-    @property
-    def summarizer(self) -> SummarizerService | None:
-        """The background Summarizer (``None`` when off)."""
-        return self.long_term_service.summarizer if self.long_term_service else None
-
-    async def drain(self) -> None:
-        """Wait until every pending Summarizer job is done (or recorded as failed)."""
-        if self.long_term_service is not None:
-            await self.long_term_service.drain()
-
-    async def consolidate_now(self) -> ConsolidationResult | None:
-        """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
-        if self.long_term_service is None:
-            return None
-        return await self.long_term_service.consolidate()
 
     def detach(self) -> None:
         """Undo what context management changed: its tools leave the toolkit, the middleware

@@ -1,0 +1,76 @@
+"""What every adapter's ``ContextManager`` offers, whatever the framework: stats and events,
+compacting and counting now, long-term memory. An adapter subclasses :class:`ManagerBase` and
+says how to read the prompt's system text and tool schemas (:meth:`ManagerBase.prompt_parts`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from .events import ContextEvent, ContextStats, EventBus
+from .longterm import ConsolidationResult, LongTermMemory, LongTermService, SummarizerService
+from .pipeline import ContextCount, ContextPipeline
+
+__all__ = ["ManagerBase"]
+
+
+class ManagerBase(ABC):
+    """The public side of a manager (set ``bus``, ``pipeline`` and ``long_term_service``)."""
+
+    bus: EventBus
+    pipeline: ContextPipeline
+    long_term_service: LongTermService | None
+
+    @abstractmethod
+    async def prompt_parts(self) -> tuple[str, list[dict]]:
+        """The system prompt and the tool schemas the agent sends now."""
+
+    @property
+    def stats(self) -> ContextStats:
+        """Totals of everything the extension did (see :class:`ContextStats`)."""
+        return self.bus.stats
+
+    def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
+        return self.bus.subscribe(callback)
+
+    async def compact_now(self, extra_instruction: str | None = None) -> ContextCount:
+        """Compact right away (as far as a pair-safe cut allows), e.g. before a long task.
+
+        Args:
+            extra_instruction (`str | None`): Added to the compaction model's instruction, e.g.
+                "keep every SQL query verbatim".
+
+        Returns:
+            `ContextCount`: The prompt's token count afterwards.
+        """
+        sys_prompt, tools = await self.prompt_parts()
+        return await self.pipeline.compact(sys_prompt, tools, extra_instruction, force=True)
+
+    async def count(self) -> ContextCount:
+        """The token count of the prompt the agent would send now."""
+        sys_prompt, tools = await self.prompt_parts()
+        return await self.pipeline.count(sys_prompt, tools)
+
+    @property
+    def long_term(self) -> LongTermMemory | None:
+        """``Memory.md`` and the daily notes (``None`` when long-term memory is off)."""
+        return self.long_term_service.memory if self.long_term_service else None
+
+    @property
+    def summarizer(self) -> SummarizerService | None:
+        """The background Summarizer (``None`` when off)."""
+        return self.long_term_service.summarizer if self.long_term_service else None
+
+    async def drain(self) -> None:
+        """Wait until every pending Summarizer job is done (or recorded as failed)."""
+        if self.long_term_service is not None:
+            await self.long_term_service.drain()
+
+    async def consolidate_now(self) -> ConsolidationResult | None:
+        """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
+        if self.long_term_service is None:
+            return None
+        return await self.long_term_service.consolidate()
