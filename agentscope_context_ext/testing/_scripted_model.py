@@ -9,7 +9,6 @@ tokens counted by the exact Qwen counter are all supported.
 
 from __future__ import annotations
 
-import inspect
 import json
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
@@ -20,7 +19,8 @@ from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.model._model_usage import ChatUsage
 
-from ..core.tokens import TokenCounter, get_token_counter
+from ..core.tokens import TokenCounter
+from ._script import Scripted, prompt_text
 
 Reply = str | ChatResponse | list | dict | BaseException | None
 """A scripted answer: text, a ``ChatResponse``, a list of content blocks, a dict (structured
@@ -47,16 +47,7 @@ class ModelCall:
     @property
     def text(self) -> str:
         """All textual content of the prompt, for assertions and scripted decisions."""
-        parts = []
-        for message in self.messages:
-            content = message.get("content")
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                for item in content:
-                    if isinstance(item, dict) and isinstance(item.get("text"), str):
-                        parts.append(item["text"])
-        return "\n".join(parts)
+        return prompt_text(self.messages)
 
 
 Responder = Callable[[ModelCall], Reply | Awaitable[Reply]]
@@ -79,7 +70,7 @@ def reply(text: str | None = None, *calls: ToolUseBlock) -> list:
     return blocks + list(calls)
 
 
-class ScriptedChatModel(ChatModelBase):
+class ScriptedChatModel(Scripted, ChatModelBase):
     """A chat model that answers from a list of replies or a function of each call.
 
     Args:
@@ -113,21 +104,8 @@ class ScriptedChatModel(ChatModelBase):
         counter: TokenCounter | None = None,
     ) -> None:
         super().__init__(model_name=model_name, stream=stream)
-        self._responder = script if callable(script) else None
-        self._script = list(script) if not callable(script) else []
         self.chunk_chars = max(1, chunk_chars)
-        self.when_exhausted = when_exhausted
-        self._counter = counter
-        self.calls: list[ModelCall] = []
-
-    @property
-    def prompts(self) -> list[list[dict]]:
-        """The formatted prompt of every call, in order."""
-        return [call.messages for call in self.calls]
-
-    def extend(self, replies: Sequence[Reply]) -> None:
-        """Append replies to a list script."""
-        self._script.extend(replies)
+        self._set_script(script, when_exhausted, counter)
 
     async def __call__(
         self,
@@ -151,23 +129,6 @@ class ScriptedChatModel(ChatModelBase):
         if self.stream:
             return self._stream(response)
         return response
-
-    @property
-    def counter(self) -> TokenCounter:
-        """The token counter of ``usage`` (exact Qwen unless given)."""
-        if self._counter is None:
-            self._counter = get_token_counter("qwen")
-        return self._counter
-
-    async def _next(self, call: ModelCall) -> Reply:
-        if self._responder is not None:
-            answer = self._responder(call)
-            return await answer if inspect.isawaitable(answer) else answer
-        if self._script:
-            return self._script.pop(0)
-        if self.when_exhausted is None:
-            raise RuntimeError(f"ScriptedChatModel: script exhausted at call {call.index + 1}")
-        return self.when_exhausted
 
     @staticmethod
     def _to_response(answer: Reply, structured_model: Any) -> ChatResponse:

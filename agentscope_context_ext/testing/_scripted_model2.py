@@ -9,7 +9,6 @@ structured output (as the forced ``generate_structured_output`` tool call 2.x as
 
 from __future__ import annotations
 
-import inspect
 import json
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
@@ -22,7 +21,8 @@ from agentscope.message import Msg, TextBlock, ToolCallBlock
 from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
 from pydantic import BaseModel
 
-from ..core.tokens import TokenCounter, get_token_counter
+from ..core.tokens import TokenCounter
+from ._script import Scripted, prompt_text
 
 __all__ = ["ModelCall", "Reply", "ScriptedChatModel", "reply", "tool_call"]
 
@@ -59,16 +59,7 @@ class ModelCall:
     @property
     def text(self) -> str:
         """All textual content of the prompt, for assertions and scripted decisions."""
-        parts = []
-        for message in self.messages:
-            content = message.get("content")
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                for item in content:
-                    if isinstance(item, dict) and isinstance(item.get("text"), str):
-                        parts.append(item["text"])
-        return "\n".join(parts)
+        return prompt_text(self.messages)
 
 
 Responder = Callable[[ModelCall], Reply | Awaitable[Reply]]
@@ -93,7 +84,7 @@ class _ScriptedCredential(CredentialBase):
     """No key: the scripted model calls nothing."""
 
 
-class ScriptedChatModel(ChatModelBase):
+class ScriptedChatModel(Scripted, ChatModelBase):
     """A 2.x chat model that answers from a list of replies or a function of each call.
 
     Args:
@@ -140,33 +131,13 @@ class ScriptedChatModel(ChatModelBase):
             context_size=context_size,
         )
         self.formatter = OpenAIChatFormatter()
-        self._responder = script if callable(script) else None
-        self._script = list(script) if not callable(script) else []
         self.chunk_chars = max(1, chunk_chars)
-        self.when_exhausted = when_exhausted
-        self._counter = counter
-        self.calls: list[ModelCall] = []
+        self._set_script(script, when_exhausted, counter)
 
     @property
     def model_name(self) -> str:
         """The model name (2.x calls it ``model``)."""
         return self.model
-
-    @property
-    def prompts(self) -> list[list[dict]]:
-        """The formatted prompt of every call, in order."""
-        return [call.messages for call in self.calls]
-
-    def extend(self, replies: Sequence[Reply]) -> None:
-        """Append replies to a list script."""
-        self._script.extend(replies)
-
-    @property
-    def counter(self) -> TokenCounter:
-        """The token counter of ``usage`` (exact Qwen unless given)."""
-        if self._counter is None:
-            self._counter = get_token_counter("qwen")
-        return self._counter
 
     async def _call_api(
         self,
@@ -191,16 +162,6 @@ class ScriptedChatModel(ChatModelBase):
         if self.stream:
             return self._stream(response)
         return response
-
-    async def _next(self, call: ModelCall) -> Reply:
-        if self._responder is not None:
-            answer = self._responder(call)
-            return await answer if inspect.isawaitable(answer) else answer
-        if self._script:
-            return self._script.pop(0)
-        if self.when_exhausted is None:
-            raise RuntimeError(f"ScriptedChatModel: script exhausted at call {call.index + 1}")
-        return self.when_exhausted
 
     @staticmethod
     def _to_response(answer: Reply, structured: bool) -> ChatResponse:
