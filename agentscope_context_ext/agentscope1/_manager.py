@@ -152,14 +152,13 @@ class ContextManager(ManagerBase):
             )
             attachment.set_attribute("compression_config", None)
         attachment.set_attribute("model", UsageTap(agent.model, self.hooks.record_usage))
-        share_tokens = int(config.truncation.max_window_share * self.max_input_tokens)
         if config.tools.read_file:
             attachment.register_tool(
                 make_read_file_tool(
                     self.workspace if isinstance(self.workspace, Path) else self.storage,
                     config.truncation,
                     config.tools.allowed_roots,
-                    max_bytes_cap=max(share_tokens * 2, 1024),
+                    max_bytes_cap=config.truncation.read_file_max_bytes(self.max_input_tokens),
                 )
             )
         if config.tools.dialog:

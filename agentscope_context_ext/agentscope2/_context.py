@@ -70,8 +70,8 @@ class AgentStateContext:
         self.agent = agent
         self.counter = counter
         self._epoch = 0
-        self._state_ref: tuple[int, int] | None = None
         self._state: Any = None
+        self._context: list[Msg] | None = None
         self._order: list[str] = []
         self._segments: dict[str, Segment] = {}
         self._prints: dict[str, tuple] = {}
@@ -87,9 +87,8 @@ class AgentStateContext:
     def sync(self) -> None:
         """Bring the view up to date with ``agent.state`` (cheap when nothing changed)."""
         state = self.agent.state
-        ref = (id(state), id(state.context))
-        if ref != self._state_ref or state is not self._state:
-            self._new_epoch(state, ref)
+        if not self._current():
+            self._new_epoch(state)
         live: dict[str, Segment] = {}
         order: list[str] = []
         cache: dict[int, tuple[Msg, int, list[Segment]]] = {}
@@ -126,10 +125,16 @@ class AgentStateContext:
         self._segments = live
         self._order = order
 
-    def _new_epoch(self, state: Any, ref: tuple[int, int]) -> None:
+    def _current(self) -> bool:
+        """Whether the view is of the agent's present state and context list (a loaded state
+        or a replaced list starts a new epoch)."""
+        state = self.agent.state
+        return state is self._state and state.context is self._context
+
+    def _new_epoch(self, state: Any) -> None:
         self._epoch += 1
-        self._state_ref = ref
         self._state = state
+        self._context = state.context
         self._prints = {}
         self._msg_cache = {}
         self._changed = set()
@@ -263,7 +268,7 @@ class AgentStateContext:
                 edited = True
             elif not _is_clean(block.output):
                 block.output = changed_output(
-                    block.output, ResultChange(output_text(block.output), _kept_media(block.output))
+                    block.output, ResultChange(output_text(block.output), media_of(block.output))
                 )
                 edited = True
         if edited:  # an untouched segment keeps its token count
@@ -305,8 +310,7 @@ class AgentStateContext:
         return self.counter.count_view(to_view(msg))
 
     def _ensure_state(self) -> None:
-        state = self.agent.state
-        if state is not self._state or id(state.context) != (self._state_ref or (0, 0))[1]:
+        if not self._current():
             self.sync()
 
     def _get(self, msg_id: str) -> Segment:
@@ -339,10 +343,6 @@ def changed_output(output: Any, change: ResultChange) -> Any:
         elif index < len(originals):
             blocks.append(originals[index])
     return blocks
-
-
-def _kept_media(output: Any) -> tuple:
-    return media_of(output)
 
 
 def _is_clean(output: Any) -> bool:

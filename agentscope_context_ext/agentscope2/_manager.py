@@ -61,13 +61,14 @@ __all__ = ["ContextManager", "ContextMiddleware", "enable_context_management"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
-_HOOK_LISTS = {
-    "on_reply": "_reply_middlewares",
-    "on_acting": "_acting_middlewares",
-    "on_compress_context": "_compress_context_middlewares",
-    "on_system_prompt": "_system_prompt_middlewares",
-}
-"""Where a 2.0.x ``Agent`` keeps the middlewares of each hook (filtered in its constructor)."""
+_HOOK_LISTS = (
+    "_reply_middlewares",
+    "_acting_middlewares",
+    "_compress_context_middlewares",
+    "_system_prompt_middlewares",
+)
+"""Where a 2.0.x ``Agent`` keeps the middlewares of the hooks ours implements (on_reply,
+on_acting, on_compress_context, on_system_prompt), filtered once in its constructor."""
 
 
 class ContextMiddleware(MiddlewareBase):
@@ -274,30 +275,30 @@ class ContextManager(ManagerBase):
         if self._tools or self.detached:
             return
         config, toolkit = self.config, self.agent.toolkit
-        tools: list[Any] = []
-        share_tokens = int(config.truncation.max_window_share * self.max_input_tokens)
+        by_key: list[tuple[str, Any]] = []  # (the config key that turns it off, the tool)
         if config.tools.read_file:
-            tools.append(
-                make_read_file_tool(
-                    self.workspace if isinstance(self.workspace, Path) else self.storage,
-                    config.truncation,
-                    config.tools.allowed_roots,
-                    max_bytes_cap=max(share_tokens * 2, 1024),
+            by_key.append(
+                (
+                    "read_file",
+                    make_read_file_tool(
+                        self.workspace if isinstance(self.workspace, Path) else self.storage,
+                        config.truncation,
+                        config.tools.allowed_roots,
+                        max_bytes_cap=config.truncation.read_file_max_bytes(self.max_input_tokens),
+                    ),
                 )
             )
         if config.tools.dialog:
-            tools.extend(make_dialog_tools(self.middleware.dialog_store))
+            by_key += [("dialog", tool) for tool in make_dialog_tools(self.middleware.dialog_store)]
         if self.long_term_service is not None:
-            tools.extend(self.long_term_service.agent_tools())
-        for tool in tools:
-            existing = await toolkit.get_tool(tool.name)
-            if existing is not None:
-                key = "memory" if tool.name.startswith(("memory_", "daily_")) else tool.name
-                key = "dialog" if tool.name.endswith("_dialog") else key
+            by_key += [("memory", tool) for tool in self.long_term_service.agent_tools()]
+        for key, tool in by_key:
+            if await toolkit.get_tool(tool.name) is not None:
                 raise ContextExtError(
                     f"the agent's toolkit already has a tool named {tool.name!r}; rename it or "
                     f"turn ours off (tools.{key}: false)"
                 )
+        tools = [tool for _, tool in by_key]
         await toolkit.add_tool(tools)
         self._tools = tools
 
@@ -410,8 +411,7 @@ class ContextManager(ManagerBase):
     async def _print_notice(self, text: str) -> None:
         # A status line for the console; 2.x has no print hook, the log carries it.
         logger.info("%s", text)
-        if self.config.notices:
-            print(text, flush=True)
+        print(text, flush=True)
 
 
 def _hint_text(instructions: Any) -> str | None:
@@ -452,9 +452,7 @@ def enable_context_management(
         raise ContextExtError(
             "context management is already enabled on this agent; call detach() first"
         )
-    missing = [
-        name for name in _HOOK_LISTS.values() if not isinstance(getattr(agent, name, None), list)
-    ]
+    missing = [name for name in _HOOK_LISTS if not isinstance(getattr(agent, name, None), list)]
     if missing or not hasattr(agent, "state"):
         raise ContextExtError(
             f"enable_context_management needs an AgentScope 2.x Agent; {type(agent).__name__} "
@@ -462,7 +460,7 @@ def enable_context_management(
         )
     middleware = ContextMiddleware(config, compaction_model=compaction_model)
     manager = middleware.bind(agent)
-    for _hook, attribute in _HOOK_LISTS.items():
+    for attribute in _HOOK_LISTS:
         hooks: list = getattr(agent, attribute)
         hooks.append(middleware)
         manager.record_undo(lambda hooks=hooks: hooks.remove(middleware))

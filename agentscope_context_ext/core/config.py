@@ -130,6 +130,15 @@ class TruncationConfig(_Section):
     ttl_days: float = Field(7, gt=0)
     """Files in ``tool_result/`` older than this many days are deleted."""
 
+    def result_tokens(self, max_input_tokens: int) -> int:
+        """The most tokens one tool result may take in a window of ``max_input_tokens``."""
+        return int(self.max_window_share * max_input_tokens)
+
+    def read_file_max_bytes(self, max_input_tokens: int) -> int:
+        """The most bytes one ``read_file`` answer returns (twice the result share, at least
+        1 KB)."""
+        return max(self.result_tokens(max_input_tokens) * 2, 1024)
+
     @field_validator("markdown_extensions")
     @classmethod
     def _normalise_extensions(cls, value: list[str]) -> list[str]:

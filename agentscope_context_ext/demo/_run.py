@@ -146,7 +146,7 @@ async def _run(
 
     stats = manager.stats
     storage = manager.storage
-    missing = _missing_offloads(run.live_views(), run.dialog_views(storage), storage)
+    missing = _missing_offloads(run.live_views(), run.dialog_views(), storage)
     report = {
         "steps": len(tokens_per_step),
         "peak_prompt_tokens": max(tokens_per_step, default=0),
@@ -207,7 +207,8 @@ class _AgentRun:
 
     def __init__(self, root: Path, model: Any, sys_prompt: str, config: ContextConfig) -> None:
         tools = make_explorer_tools(root)
-        if agentscope_major() >= 2:
+        self.v2 = agentscope_major() >= 2
+        if self.v2:
             from agentscope.agent import Agent, ReActConfig
             from agentscope.tool import Toolkit
 
@@ -248,7 +249,7 @@ class _AgentRun:
         self.to_view = to_view
 
     async def ask(self, text: str) -> Any:
-        if agentscope_major() >= 2:
+        if self.v2:
             from agentscope.message import UserMsg
 
             return await self.agent.reply(UserMsg("user", text))
@@ -257,11 +258,10 @@ class _AgentRun:
         return await self.agent(Msg("user", text, "user"))
 
     def live_views(self) -> list[Message]:
-        if agentscope_major() >= 2:
-            return [self.to_view(msg) for msg in self.agent.state.context]
-        return [self.to_view(msg) for msg in self.agent.memory.messages]
+        live = self.agent.state.context if self.v2 else self.agent.memory.messages
+        return [self.to_view(msg) for msg in live]
 
-    def dialog_views(self, storage: Storage) -> list[Message]:
+    def dialog_views(self) -> list[Message]:
         store = self.manager.pipeline.parts.dialog_store
         return [self.to_view(record.msg) for record in store.iter_records()]
 

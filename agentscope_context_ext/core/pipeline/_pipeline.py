@@ -301,13 +301,12 @@ def build_pipeline(
         notify (`Callable | None`): Prints a compaction notice.
         read_file_name (`str`): The name of this package's ``read_file`` tool.
     """
-    share_tokens = int(config.truncation.max_window_share * max_input_tokens)
     faults = SaveFaults()
     truncator = ResultTruncator(
         config.truncation,
         tool_result_store,
         counter,
-        max_result_tokens=share_tokens,
+        max_result_tokens=config.truncation.result_tokens(max_input_tokens),
         read_file_name=read_file_name,
         faults=faults,
     )
