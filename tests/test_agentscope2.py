@@ -141,7 +141,7 @@ async def test_compaction_is_pair_safe_lossless_and_readable_back(tmp_path):
     assert stats.compactions >= 1
     assert violations(model) == 0
     assert all(model.counter.count_formatted(c.messages, c.tools) <= 16384 for c in model.calls)
-    assert agent.state.summary.startswith(context.manager.port.summary.render()[:40])
+    assert agent.state.summary == context.manager.port.summary.render()
     # every tool result that left the context is in dialog/ with its notice, and the notice's
     # file holds the whole output
     records = list(context.dialog_store.iter_records())
@@ -151,7 +151,7 @@ async def test_compaction_is_pair_safe_lossless_and_readable_back(tmp_path):
         notice = split_notice(output(block))
         assert notice is not None
         text = (tmp_path / notice[1].file_path).read_text(encoding="utf-8")
-        assert text.startswith(f"{block.name if False else ''}") and text.count("\n") == 399
+        assert text in {lines(400, f"t{i}") for i in range(14)}
     # the read_dialog call got the saved messages back
     last_result = output(result_blocks(agent)[-1])
     assert "step" in last_result
