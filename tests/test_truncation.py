@@ -14,10 +14,10 @@ from agentscope_context_ext import (
     DEFAULT_MAX_BYTES,
     TRUNCATION_NOTICE_MARKER,
     TruncationConfig,
-    make_read_file_tool,
     split_notice,
     truncate_text_output,
 )
+from agentscope_context_ext.core.tools import make_read_file
 from agentscope_context_ext.core.truncation import count_lines, truncate_fresh
 
 PATH = "tool_result/0123456789abcdef0123456789abcdef.txt"
@@ -236,15 +236,14 @@ def test_markdown_limits_follow_the_real_extension(path: str | None, markdown: b
 
 def _read_back(workspace: Path, truncated: str) -> str:
     """The excerpt, then everything ``read_file`` returns from the notice's position on."""
-    tool = make_read_file_tool(
+    tool = make_read_file(  # the core tool: the same on AgentScope 1.x and 2.x
         workspace,
         TruncationConfig(first_max_bytes=10**9, markdown_first_max_bytes=10**9),
     )
     excerpt, notice = parts(truncated)
-    response = asyncio.run(
+    rest = asyncio.run(
         tool(notice.file_path, start_line=notice.next_line, start_byte=notice.next_byte)
     )
-    rest = response.content[0]["text"]
     assert not rest.startswith("Error:"), rest
     return excerpt + rest
 
