@@ -17,9 +17,9 @@ the same extractive summarizer over the messages 2.x sends, its sections mapped 
 Columns: prompts over the window; orphan tool calls/results in the prompts; original messages
 (every user and assistant text and every tool output, byte for byte) recoverable from the final
 context or the workspace; prefix stability (a prompt extends the previous one byte for byte);
-mean prompt tokens; fidelity (identifiers of what left the context, by the B7 extraction: file
-paths and code spans, plus the tau-bench ids such as reservation and user ids, found in the last
-prompt).
+mean prompt tokens; fidelity (the identifiers of the whole trajectory, by the B7 extraction:
+file paths and code spans, plus the tau-bench ids such as reservation and user ids, found in the
+last prompt).
 
 Runs on AgentScope 2.x only (``python -m bench.b8_agentscope2``); with 1.x installed it reports
 itself skipped.
@@ -93,14 +93,16 @@ async def _replay(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
     def respond(call):
         if call.structured:  # 2.x's own compression asks for its SummarySchema
             summary = extractive_summary(to_views(call.msgs[1:-1]))
-            sections = summary.model_dump()
-            text = lambda key: "\n".join(str(x) for x in sections.get(key) or []) or "-"  # noqa: E731
+
+            def text(*keys: str) -> str:
+                return "\n".join(line for key in keys for line in getattr(summary, key)) or "-"
+
             return {
-                "task_overview": text("goal"),
+                "task_overview": text("goal", "constraints"),
                 "current_state": text("progress"),
-                "important_discoveries": text("decisions"),
+                "important_discoveries": text("key_decisions"),
                 "next_steps": text("next_steps"),
-                "context_to_preserve": text("key_facts") + "\n" + text("dialog_refs"),
+                "context_to_preserve": text("critical_context"),
             }
         if not queue:
             return "ok"
@@ -175,8 +177,8 @@ async def _replay(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
     corpus = _corpus(agent, workspace)
     recovered = sum(1 for text in originals if text in corpus)
     last = json.dumps(prompts[-1], ensure_ascii=False) if prompts else ""
-    left = _left_identifiers(traj, prompts)
-    found = sum(1 for ident in left if ident in last)
+    names = _identifiers(traj)
+    found = sum(1 for ident in names if ident in last)
     return {
         "prompts": len(prompts),
         "over": sum(t > WINDOW for t in tokens),
@@ -186,14 +188,14 @@ async def _replay(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
         "stable": stable,
         "pairs": max(len(prompts) - 1, 0),
         "tokens": sum(tokens),
-        "identifiers": len(left),
+        "identifiers": len(names),
         "identifiers_found": found,
     }
 
 
-def _left_identifiers(traj: list[dict], prompts: list[list[dict]]) -> list[str]:
-    """Identifiers of the trajectory that were in some prompt but are not verbatim in the last
-    prompt's raw messages (what a compaction took away), by the B7 extraction plus tau-bench ids."""
+def _identifiers(traj: list[dict]) -> list[str]:
+    """The identifiers of the whole trajectory (the B7 extraction, plus tau-bench ids such as
+    reservation and user ids); fidelity is the share of them the last prompt still names."""
     from agentscope_context_ext.core.summary import summary_identifiers
 
     everything = "\n".join(str(m.get("content") or "") for m in traj if m["role"] != "system")
