@@ -67,11 +67,15 @@ class Segment:
         return self.msg.content[self.start : self.end]
 
     def as_msg(self) -> Msg:
-        """A deep copy of the message holding this segment only, with the segment's id (what the
-        dialog store saves: one record per segment, each with an id of its own)."""
+        """The message holding this segment only, with the segment's id: what the dialog store
+        saves (one record per segment, each with an id of its own). Its blocks are copies; the
+        message's other fields are shared and only read. Only this segment is copied: a deep
+        copy of the message would copy every other step of the reply, once per segment."""
         return self.msg.model_copy(
-            update={"id": self.id, "content": [b.model_copy(deep=True) for b in self.blocks]},
-            deep=True,
+            update={
+                "id": self.id,
+                "content": [block.model_copy(deep=True) for block in self.blocks],
+            }
         )
 
 
