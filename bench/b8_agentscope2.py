@@ -55,10 +55,25 @@ def _transcripts(limit: int) -> list[list[dict]]:
 
 
 def _turns(traj: list[dict]) -> tuple[str, list[tuple[str, list[dict]]]]:
-    """(system prompt, [(user text, [assistant/tool messages of that reply])])."""
+    """(system prompt, [(user text, [assistant/tool messages of that reply])]).
+
+    Some trajectories reuse a tool-call id for a later call (the recorded model repeated it); a
+    provider's ids are unique and both agents look calls up by id, so a reused id gets the
+    suffix ``~n`` on its call and on the result that follows it."""
     system = next((m["content"] for m in traj if m["role"] == "system"), "")
     turns: list[tuple[str, list[dict]]] = []
+    uses: dict[str, int] = {}
+    current: dict[str, str] = {}
     for message in traj:
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            message = {**message, "tool_calls": [dict(call) for call in message["tool_calls"]]}
+            for call in message["tool_calls"]:
+                raw = call["id"]
+                uses[raw] = uses.get(raw, 0) + 1
+                current[raw] = raw if uses[raw] == 1 else f"{raw}~{uses[raw]}"
+                call["id"] = current[raw]
+        elif message["role"] == "tool" and message.get("tool_call_id") in current:
+            message = {**message, "tool_call_id": current[message["tool_call_id"]]}
         if message["role"] == "user":
             turns.append((message["content"] or "", []))
         elif message["role"] in ("assistant", "tool") and turns:
