@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import copy
-import inspect
 
 from agentscope.formatter import FormatterBase
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
-from ..core.pipeline import CallModel
+from ..core.pipeline import CallModel, final_response
 
 __all__ = ["model_call", "named_model"]
 
@@ -23,11 +22,7 @@ def model_call(model: ChatModelBase, formatter: FormatterBase) -> CallModel:
             [Msg("system", instruction, "system"), Msg("user", content, "user")]
         )
         response = await model(prompt)
-        if inspect.isasyncgen(response):
-            last = None
-            async for chunk in response:
-                last = chunk
-            response = last
+        response = await final_response(response)
         if response is None:
             return ""
         return "\n".join(

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import copy
-import inspect
 
 from agentscope.message import SystemMsg, TextBlock, UserMsg
 from agentscope.model import ChatModelBase
 
-from ..core.pipeline import CallModel
+from ..core.pipeline import CallModel, final_response
 
 __all__ = ["model_call", "model_name", "named_model"]
 
@@ -25,11 +24,7 @@ def model_call(model: ChatModelBase) -> CallModel:
 
     async def call(instruction: str, content: str) -> str:
         response = await model([SystemMsg("system", instruction), UserMsg("user", content)])
-        if inspect.isasyncgen(response):
-            last = None
-            async for chunk in response:
-                last = chunk
-            response = last
+        response = await final_response(response)
         if response is None:
             return ""
         return "\n".join(b.text for b in response.content if isinstance(b, TextBlock))

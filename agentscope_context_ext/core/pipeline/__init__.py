@@ -4,7 +4,7 @@ stages, the token check, the pair-safe cut, the compactor and SaveDialog, over a
 
 from ._checker import ContextChecker, ContextCount, message_bound
 from ._compaction import SUMMARY_FILE, Compaction, cut_item
-from ._compactor import CallModel, CompactionResult, Compactor
+from ._compactor import CallModel, CompactionResult, Compactor, final_response
 from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
 from ._faults import SaveFault, SaveFaults
 from ._pipeline import ContextPipeline, PipelineParts, PromptCount, build_pipeline
@@ -37,6 +37,7 @@ __all__ = [
     "build_pipeline",
     "choose_cut",
     "cut_item",
+    "final_response",
     "message_bound",
     "outcome_data",
     "tool_pairs",

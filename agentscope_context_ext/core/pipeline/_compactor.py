@@ -12,9 +12,11 @@ and never empty.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..messages import Message
 from ..summary import (
@@ -29,10 +31,22 @@ from ..summary import (
 from ..tokens import TokenCounter
 from ..workspace import DialogRef
 
-__all__ = ["CallModel", "CompactionResult", "Compactor"]
+__all__ = ["CallModel", "CompactionResult", "Compactor", "final_response"]
 
 CallModel = Callable[[str, str], Awaitable[str]]
 """``(system instruction, user content) -> the model's answer text``."""
+
+
+async def final_response(response: Any) -> Any:
+    """A model's answer as one response: a streamed answer's last chunk (AgentScope's models
+    accumulate), anything else as it is (``None`` for an empty stream)."""
+    if not inspect.isasyncgen(response):
+        return response
+    last = None
+    async for chunk in response:
+        last = chunk
+    return last
+
 
 logger = logging.getLogger("agentscope_context_ext")
 
