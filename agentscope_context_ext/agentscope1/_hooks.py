@@ -89,12 +89,6 @@ class PipelineHooks:
             await self.memory.add(incoming)
         await self.pre_reasoning(agent, kwargs)
 
-    async def record_usage(self, provider_input_tokens: int) -> None:
-        """The usage tap's callback: compare the provider's count with ours."""
-        # The prompt just sent was built from the memory as it is now: count it exactly.
-        count = await self.pipeline.count(self.sys_prompt(), self.tool_schemas())
-        self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
-
     def sys_prompt(self) -> str:
         """The agent's system prompt now."""
         try:

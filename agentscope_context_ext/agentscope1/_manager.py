@@ -151,7 +151,7 @@ class ContextManager(ManagerBase):
                 "two compactions would fight over the same messages"
             )
             attachment.set_attribute("compression_config", None)
-        attachment.set_attribute("model", UsageTap(agent.model, self.hooks.record_usage))
+        attachment.set_attribute("model", UsageTap(agent.model, self.record_usage))
         if config.tools.read_file:
             attachment.register_tool(
                 make_read_file_tool(

@@ -26,12 +26,16 @@ What each hook does:
 - ``on_compress_context``: 2.x calls it before every reasoning step; the whole pipeline runs
   here (pending stage one, stage two, the token check, the pair-safe compaction with the
   dialog saved first) and 2.x's own compression is *not* called;
+- ``on_model_call``: the dialog tools are left out of the schemas until there is a dialog to
+  read (``ManagerBase.offered_tools``), and the provider's reported input tokens are compared
+  with ours (``stats.token_count_error``, ``calibrate_with_usage``);
 - ``on_system_prompt``: ``Memory.md`` after the agent's system prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -64,11 +68,13 @@ logger = logging.getLogger("agentscope_context_ext")
 _HOOK_LISTS = (
     "_reply_middlewares",
     "_acting_middlewares",
+    "_model_call_middlewares",
     "_compress_context_middlewares",
     "_system_prompt_middlewares",
 )
 """Where a 2.0.x ``Agent`` keeps the middlewares of the hooks ours implements (on_reply,
-on_acting, on_compress_context, on_system_prompt), filtered once in its constructor."""
+on_acting, on_model_call, on_compress_context, on_system_prompt), filtered once in its
+constructor."""
 
 
 class ContextMiddleware(MiddlewareBase):
@@ -162,6 +168,25 @@ class ContextMiddleware(MiddlewareBase):
                 yield item
         finally:
             self._running.discard(key)
+
+    async def on_model_call(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
+    ) -> Any:
+        manager = self._active(agent)
+        if manager is None or "model" in self._running:  # added twice: the outer one acts
+            return await next_handler(**input_kwargs)
+        self._running.add("model")
+        try:
+            tools = input_kwargs.get("tools")
+            if tools:
+                input_kwargs = {**input_kwargs, "tools": manager.offered_tools(tools)}
+            response = await next_handler(**input_kwargs)
+        finally:
+            self._running.discard("model")
+        if inspect.isasyncgen(response):
+            return manager.relay_usage(response)
+        await manager.usage_seen(response)
+        return response
 
     async def on_compress_context(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
@@ -378,7 +403,26 @@ class ContextManager(ManagerBase):
         else:
             sys_prompt = self.system_prompt(str(getattr(agent, "_system_prompt", "") or ""))
         tools = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
-        return sys_prompt, tools
+        return sys_prompt, self.offered_tools(tools)
+
+    async def usage_seen(self, response: Any) -> None:
+        """Record the provider's input tokens of one (final) model response, if it has them."""
+        usage = getattr(response, "usage", None)
+        tokens = getattr(usage, "input_tokens", None)
+        if isinstance(tokens, int) and tokens > 0:
+            try:
+                await self.record_usage(tokens)
+            except Exception as exc:  # noqa: BLE001 - a count that fails must not fail the call
+                await self.bus.emit("warning", where="usage", error=repr(exc)[:300])
+
+    async def relay_usage(self, chunks: AsyncGenerator) -> AsyncGenerator:
+        """Pass a streamed response through; the last chunk's usage is recorded."""
+        last = None
+        async for chunk in chunks:
+            last = chunk
+            yield chunk
+        if last is not None:
+            await self.usage_seen(last)
 
     # ---------------------------------------------------------------- public
 

@@ -13,7 +13,16 @@ from .events import ContextEvent, ContextStats, EventBus
 from .longterm import ConsolidationResult, LongTermMemory, LongTermService, SummarizerService
 from .pipeline import ContextCount, ContextPipeline
 
-__all__ = ["ManagerBase"]
+__all__ = ["DIALOG_TOOL_NAMES", "ManagerBase"]
+
+DIALOG_TOOL_NAMES = frozenset({"read_dialog", "search_dialog"})
+"""The dialog tools: shown to the model once there is a dialog to read."""
+
+
+def tool_name(schema: dict) -> str:
+    """The name in one tool schema (OpenAI's ``{"function": {"name": ...}}`` or a bare one)."""
+    function = schema.get("function")
+    return str((function if isinstance(function, dict) else schema).get("name", ""))
 
 
 class ManagerBase(ABC):
@@ -23,9 +32,39 @@ class ManagerBase(ABC):
     pipeline: ContextPipeline
     long_term_service: LongTermService | None
 
+    _dialog_shown = False
+    _dialog_checked = False
+
     @abstractmethod
     async def prompt_parts(self) -> tuple[str, list[dict]]:
         """The system prompt and the tool schemas the agent sends now."""
+
+    def offered_tools(self, schemas: list[dict]) -> list[dict]:
+        """``schemas`` as the model should see them: without ``read_dialog`` and
+        ``search_dialog`` until there is a dialog to read (a compaction happened, the context
+        holds a summary, or the workspace has dialog files from before). Until then they could
+        only answer "nothing was compacted", and their schemas would cost every prompt; from
+        then on they stay, so the tool list changes once at most. A model that calls one anyway
+        is answered: the tools stay registered."""
+        if self._dialog_shown or not any(tool_name(s) in DIALOG_TOOL_NAMES for s in schemas):
+            return schemas
+        if self.stats.compactions or self.pipeline.port.summary is not None:
+            self._dialog_shown = True
+        elif not self._dialog_checked:
+            self._dialog_checked = True  # dialog files from before: listed once
+            self._dialog_shown = bool(self.pipeline.parts.compaction.dialog.files())
+        if self._dialog_shown:
+            return schemas
+        return [s for s in schemas if tool_name(s) not in DIALOG_TOOL_NAMES]
+
+    async def record_usage(self, provider_input_tokens: int) -> None:
+        """Compare the provider's input-token count of the prompt just sent with ours
+        (``stats.token_count_error``; with ``calibrate_with_usage`` the next counts shift by
+        the gap)."""
+        # The prompt just sent was built from the context as it is now: count it exactly.
+        sys_prompt, tools = await self.prompt_parts()
+        count = await self.pipeline.count(sys_prompt, tools)
+        self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
 
     @property
     def stats(self) -> ContextStats:

@@ -35,17 +35,16 @@ def make_dialog_tools(
     async def read_dialog(
         date: str | None = None, start_line: int | None = None, limit: int = 50
     ) -> str:
-        """Read raw messages saved by context compaction, from dialog/YYYY-MM-DD.jsonl. By
-        default reads the newest file from the end backwards (the most recent messages);
-        pass start_line to read forward from a line the summary names.
+        """Read messages compaction saved to dialog/YYYY-MM-DD.jsonl: by default the newest
+        file's last messages; start_line reads forward from a line the summary names.
 
         Args:
             date (str | None):
-                Day of the dialog file, YYYY-MM-DD; omit for the newest file.
+                The file's day, YYYY-MM-DD; omit for the newest.
             start_line (int | None):
-                First line to read; omit to read the last `limit` lines.
+                First line to read; omit for the last `limit` lines.
             limit (int):
-                How many messages to return (at most 200).
+                Messages to return (at most 200).
         """
         try:
             if date is not None and not isinstance(date, str):
@@ -72,14 +71,14 @@ def make_dialog_tools(
         return "\n".join(lines)
 
     async def search_dialog(query: str, limit: int = 10) -> str:
-        """Search all saved dialog (messages removed from the context by compaction) for
-        messages containing every word of the query, newest first.
+        """Find compacted messages (saved in dialog/) holding every word of query, newest
+        first.
 
         Args:
             query (str):
-                Words to look for (case-insensitive).
+                Words to find (case-insensitive).
             limit (int):
-                How many messages to return (at most 200).
+                Messages to return (at most 200).
         """
         try:
             found = store.search(str(query), max(1, min(whole_number(limit, "limit"), _MAX_LIMIT)))

@@ -53,19 +53,18 @@ def make_read_file(
         end_line: int | None = None,
         start_byte: int = 0,
     ) -> str:
-        """Read a text file by line range. Use it to continue a truncated tool result: its
-        notice names the file_path, start_line (and start_byte) to pass.
+        """Read lines of a text file, e.g. the tool_result/ file a truncation notice names
+        (pass the start_line and start_byte it gives).
 
         Args:
             file_path (str):
-                Path of the file, e.g. the `tool_result/....txt` path named in a truncation
-                notice, or a project file.
+                The file, e.g. `tool_result/....txt` from a notice, or a project file.
             start_line (int):
-                First line to read (1-based).
+                First line, 1-based.
             end_line (int | None):
-                Last line to read (inclusive); omit to read to the end of the file.
+                Last line (inclusive); omit to read to the end.
             start_byte (int):
-                Byte offset inside start_line to start from, when a notice gives one.
+                Byte offset in start_line, when a notice gives one.
         """
         try:
             return reader.read(file_path, start_line, end_line, start_byte)
