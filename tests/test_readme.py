@@ -57,7 +57,7 @@ def test_many_workers_example_does_what_it_says(
     for key in client.scan_iter(match="readme*", count=1000):  # a fresh conversation
         client.delete(key)
     monkeypatch.setenv("ACE_REDIS_URL", redis_url)
-    _run(_block("RedisSession(host=HOST"), "many workers")
+    _run(_block("session = RedisSession("), "many workers")
     # "both requests, both answers": the second worker had the first worker's conversation
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     assert printed == str(
