@@ -34,7 +34,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_pipeline.py",
         "test_read_file.py",
         "test_real_clients.py",
-        "test_replay.py",
         "test_scripted_model.py",
         "test_session.py",
         "test_tokens.py",

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from agentscope.message import Msg
 
 from agentscope_context_ext.cli import main
 from agentscope_context_ext.replay import TranscriptError, detect_format, load_transcripts
@@ -111,13 +110,46 @@ def test_formats_are_detected(shared_data: Path) -> None:
     assert calls and set(results) <= set(calls), "tool results paired with their calls by id"
 
 
+@pytest.mark.agentscope1
 def test_agentscope_dialog_format_round_trips(tmp_path: Path) -> None:
+    from agentscope.message import Msg
+
     path = tmp_path / "2026-12-02.jsonl"
     msgs = [Msg("user", "hello", "user"), Msg("assistant", "hi", "assistant")]
     path.write_text("".join(json.dumps(m.to_dict()) + "\n" for m in msgs))
     assert detect_format(path) == "agentscope"
     loaded = load_transcripts(path)[0].messages
     assert [m.id for m in loaded] == [m.id for m in msgs]
+
+
+def test_a_2x_dialog_file_is_read_as_records(tmp_path: Path) -> None:
+    # what this package's dialog/ holds on AgentScope 2.x: Msg.model_dump() lines
+    reply = {
+        "id": "m2",
+        "name": "worker",
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Listing.", "id": "b1"},
+            {"type": "tool_call", "id": "c1", "name": "ls", "input": '{"path": "."}'},
+            {
+                "type": "tool_result",
+                "id": "c1",
+                "name": "ls",
+                "output": [{"type": "text", "text": "f.txt"}],
+            },
+        ],
+        "created_at": "2026-12-03 10:00:00.000",
+    }
+    user = {"id": "m1", "name": "user", "role": "user", "content": "list the files"}
+    path = tmp_path / "2026-12-03.jsonl"
+    path.write_text(json.dumps(user) + "\n" + json.dumps(reply) + "\n")
+    assert detect_format(path) == "agentscope"
+    first, second = load_transcripts(path)[0].messages
+    assert (first.id, first.role, first.content) == ("m1", "user", "list the files")
+    assert [b["type"] for b in second.content] == ["text", "tool_use", "tool_result"]
+    assert second.content[1]["input"] == {"path": "."}
+    assert second.content[2]["output"] == [{"type": "text", "text": "f.txt"}]
+    assert second.id == "m2" and second.timestamp == "2026-12-03 10:00:00.000"
 
 
 def test_claude_code_merges_streamed_assistant_records(tmp_path: Path) -> None:

@@ -4,6 +4,9 @@ One JSON record per line. Only ``user`` and ``assistant`` records carry conversa
 snapshots, queue operations and sidechain (sub-agent) records are skipped. The API streams one
 assistant message as several records sharing ``message.id``; they are merged. Each
 ``tool_result`` becomes its own ``system`` message, as ``ReActAgent`` stores them.
+
+``claude_code_records`` reads the log into :class:`Record`\\ s and needs no AgentScope at all;
+``load_claude_code`` makes them AgentScope 1.x ``Msg`` objects.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import Msg
+from ._records import Record
+
+__all__ = ["ClaudeCompaction", "claude_code_compactions", "claude_code_records", "load_claude_code"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +63,16 @@ def claude_code_compactions(path: str | Path) -> list[ClaudeCompaction]:
     return found
 
 
-def load_claude_code(path: str | Path, until_line: int | None = None) -> list[Msg]:
-    """Read a Claude Code session JSONL file into messages, oldest first.
+def load_claude_code(path: str | Path, until_line: int | None = None) -> list[Any]:
+    """Read a Claude Code session JSONL file into AgentScope 1.x messages, oldest first.
+
+    Same arguments and errors as :func:`claude_code_records`.
+    """
+    return [record.to_msg() for record in claude_code_records(path, until_line)]
+
+
+def claude_code_records(path: str | Path, until_line: int | None = None) -> list[Record]:
+    """Read a Claude Code session JSONL file into records, oldest first.
 
     Sidechain (sub-agent) records are skipped, unless the file holds nothing else: then it is a
     sub-agent's own log (e.g. the compaction agent's) and those records are the conversation.
@@ -76,10 +89,12 @@ def load_claude_code(path: str | Path, until_line: int | None = None) -> list[Ms
     return msgs or _load(path, include_sidechains=True, until_line=until_line)
 
 
-def _load(path: str | Path, include_sidechains: bool, until_line: int | None = None) -> list[Msg]:
-    msgs: list[Msg] = []
+def _load(
+    path: str | Path, include_sidechains: bool, until_line: int | None = None
+) -> list[Record]:
+    msgs: list[Record] = []
     tool_names: dict[str, str] = {}
-    by_message_id: dict[str, Msg] = {}
+    by_message_id: dict[str, Record] = {}
     with open(path, encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, start=1):
             if until_line is not None and line_no > until_line:
@@ -108,7 +123,7 @@ def _load(path: str | Path, include_sidechains: bool, until_line: int | None = N
                     continue
                 if not blocks:
                     continue
-                msg = Msg("assistant", blocks, "assistant", timestamp=timestamp)
+                msg = Record("assistant", blocks, timestamp=timestamp)
                 if message.get("id"):
                     by_message_id[str(message["id"])] = msg
                 msgs.append(msg)
@@ -123,13 +138,13 @@ def _load(path: str | Path, include_sidechains: bool, until_line: int | None = N
                         "name": tool_names.get(call_id, "tool"),
                         "output": _result_output(block.get("content")),
                     }
-                    msgs.append(Msg("system", [result], "system", timestamp=timestamp))
+                    msgs.append(Record("system", [result], timestamp=timestamp))
                 elif block.get("type") == "text" and str(block.get("text", "")).strip():
                     texts.append(str(block["text"]))
                 elif block.get("type") == "image":
                     texts.append("[image]")
             if texts:
-                msgs.append(Msg("user", "\n".join(texts), "user", timestamp=timestamp))
+                msgs.append(Record("user", "\n".join(texts), timestamp=timestamp))
     if not msgs and include_sidechains:
         raise ValueError("no Claude Code user/assistant records found")
     return msgs

@@ -1,7 +1,8 @@
-"""Transcript importers: each format becomes AgentScope messages, tool calls and results paired
-by id (SPEC 10). Formats:
+"""Transcript importers: each format becomes :class:`Record`\\ s (AgentScope 1.x's message shape,
+without AgentScope), tool calls and results paired by id (SPEC 10). Formats:
 
-- ``agentscope``: JSONL of ``Msg.to_dict()`` (this package's ``dialog/`` files);
+- ``agentscope``: JSONL of saved messages (this package's ``dialog/`` files, of either
+  AgentScope version);
 - ``openai``: OpenAI-style message lists; a file may hold many trajectories (tau-bench: a list of
   ``{"traj": [...]}``), each replayed on its own;
 - ``claude-code``: Claude Code session JSONL;
@@ -15,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import Msg
-
-from ._claude_code import load_claude_code
+from ._claude_code import claude_code_records
 from ._errors import TranscriptError
+from ._records import Record, record_from_dict
 
 FORMATS = ("agentscope", "openai", "claude-code", "swe-agent")
 
@@ -29,8 +29,9 @@ class Transcript:
 
     name: str
     """Where it came from (file, and index inside the file when there are several)."""
-    messages: list[Msg]
-    """The conversation, oldest first (the system prompt excluded)."""
+    messages: list[Any]
+    """The conversation, oldest first (the system prompt excluded): :class:`Record`\\ s, or
+    AgentScope 1.x ``Msg``\\ s when a caller builds the transcript from its own messages."""
     system_prompt: str = ""
     """The system prompt, when the format carries one."""
     meta: dict[str, Any] = field(default_factory=dict)
@@ -58,7 +59,7 @@ def load_transcripts(path: str | Path, fmt: str = "auto") -> list[Transcript]:
         raise TranscriptError(f"unknown format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
     try:
         if fmt == "claude-code":
-            transcripts = [Transcript(path.name, load_claude_code(path))]
+            transcripts = [Transcript(path.name, claude_code_records(path))]
         elif fmt == "agentscope":
             transcripts = [Transcript(path.name, _load_agentscope(path))]
         else:
@@ -125,14 +126,17 @@ def detect_format(path: Path) -> str:
 # ------------------------------------------------------------------- formats
 
 
-def _load_agentscope(path: Path) -> list[Msg]:
+def _load_agentscope(path: Path) -> list[Record]:
     msgs = []
     with open(path, encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                msgs.append(Msg.from_dict(json.loads(line)))
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("not an object")
+                msgs.append(record_from_dict(data))
             except (ValueError, KeyError, TypeError, AssertionError) as exc:
                 raise TranscriptError(
                     f"{path}: line {line_no} is not a Msg ({_one_line(exc)})"
@@ -175,7 +179,7 @@ def _load_swe_agent(name: str, data: Any) -> list[Transcript]:
 
 def _from_openai_messages(name: str, messages: list, meta: dict | None = None) -> Transcript:
     system = []
-    msgs: list[Msg] = []
+    msgs: list[Record] = []
     tool_names: dict[str, str] = {}
     for raw in messages:
         if not isinstance(raw, dict):
@@ -186,7 +190,7 @@ def _from_openai_messages(name: str, messages: list, meta: dict | None = None) -
             system.append(content)
         elif role == "user":
             if content.strip():
-                msgs.append(Msg("user", content, "user"))
+                msgs.append(Record("user", content))
         elif role == "assistant":
             blocks: list[dict] = [{"type": "text", "text": content}] if content.strip() else []
             calls = raw.get("tool_calls") or []
@@ -205,7 +209,7 @@ def _from_openai_messages(name: str, messages: list, meta: dict | None = None) -
                     }
                 )
             if blocks:
-                msgs.append(Msg("assistant", blocks, "assistant"))
+                msgs.append(Record("assistant", blocks))
         elif role == "tool":
             ids = raw.get("tool_call_ids") or [raw.get("tool_call_id")]
             for call_id in ids:
@@ -216,7 +220,7 @@ def _from_openai_messages(name: str, messages: list, meta: dict | None = None) -
                     "name": raw.get("name") or tool_names.get(call_id, "tool"),
                     "output": content,
                 }
-                msgs.append(Msg("system", [result], "system"))
+                msgs.append(Record("system", [result]))
     return Transcript(name, msgs, "\n\n".join(s for s in system if s), meta or {})
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..compat import agentscope_version
+
 logger = logging.getLogger("agentscope_context_ext")
 
 
@@ -75,10 +77,11 @@ def write_report(
     rows: Sequence[dict] = (),
     details: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write the three files into ``out``; returns their paths (no PNG without matplotlib)."""
+    """Write the three files into ``out``; returns their paths (no PNG without matplotlib).
+    ``report.json`` records the AgentScope version the run used."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "report.json", "md": out / "report.md"}
-    payload = {**summary, **(details or {})}
+    payload = {**summary, "agentscope_version": agentscope_version(), **(details or {})}
     if rows:
         payload["runs"] = list(rows)
     paths["json"].write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")

@@ -1,0 +1,299 @@
+"""Step-by-step replay of a transcript through a real AgentScope 2.x ``Agent`` (SPEC 10).
+
+2.x has no memory to fill message by message: an agent builds its context itself, one reply at
+a time. So the replay *plays* the transcript: each user message starts a reply; the scripted
+model answers every model call with the next recorded assistant message of that reply (text,
+thinking, tool calls, ids kept); every tool returns its recorded output. The middleware runs as
+in a real session (stage one in ``on_acting``, the pipeline before every reasoning step,
+extractive summaries), and each model call is one step, measured as the model received it:
+tokens, pair violations, prefix stability. Afterwards every original text, call and output is
+checked to be recoverable byte for byte from the context, ``dialog/`` and ``tool_result/``.
+
+What playing changes against the recording: a transcript that starts with the assistant gets a
+first user message ("Continue."); a reply whose recorded messages run out answers "Done."; a
+tool call the recording never answered returns an empty output; media in recorded tool outputs
+is replayed as an ``[image]`` placeholder text. A tool-call id the recording reuses gets the
+suffix ``~n`` (a provider's ids are unique; 2.x looks results up by id).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentscope.agent import Agent, InjectionConfig, ReActConfig
+from agentscope.message import (
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UserMsg,
+)
+from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.tool import FunctionTool, Toolkit
+
+from ..agentscope2 import ContextMiddleware, output_text
+from ..core.config import ContextConfig
+from ..core.truncation import split_notice
+from ..core.workspace import Storage
+from ..testing import ScriptedChatModel
+from ._checks import prompt_pair_violations
+from ._importers import Transcript
+from ._records import Record
+from ._result import ReplayResult, StepRecord, replay_config
+
+__all__ = ["replay_transcript"]
+
+FIRST_USER_TEXT = "Continue."
+"""The user message a transcript that starts with the assistant is played after."""
+_ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="replayed tool")
+
+
+@dataclass
+class _Play:
+    """A transcript as replies to play: the user's text and the assistant's recorded messages."""
+
+    turns: list[tuple[str, list[list[dict]]]] = field(default_factory=list)
+    outputs: dict[str, list[str]] = field(default_factory=dict)
+    """Tool name -> recorded outputs, in call order."""
+    texts: list[str] = field(default_factory=list)
+    """Every user and assistant text and thinking, for the recovery check."""
+    calls: dict[str, dict] = field(default_factory=dict)
+    """Call id (as played) -> the recorded arguments."""
+    results: dict[str, str] = field(default_factory=dict)
+    """Call id (as played) -> the recorded output text."""
+    unpaired: list[str] = field(default_factory=list)
+    """Recorded results whose call the transcript does not have (cannot be played)."""
+
+
+def _play(records: list[Record]) -> _Play:
+    play = _Play()
+    uses: dict[str, int] = {}
+    current: dict[str, str] = {}
+    names: dict[str, str] = {}
+    pending: list[tuple[str, str]] = []  # (played id, tool name), in call order
+    for record in records:
+        if record.role == "user":
+            text = "\n".join(b.get("text", "") for b in record.blocks() if b.get("type") == "text")
+            play.turns.append((text, []))
+            play.texts.append(text)
+            continue
+        if not play.turns:
+            play.turns.append((FIRST_USER_TEXT, []))
+        said: list[dict] = []
+        for block in record.blocks():
+            kind = block.get("type")
+            if kind in ("text", "thinking") and record.role == "assistant":
+                said.append(block)
+                play.texts.append(str(block.get(kind, "")))
+            elif kind == "tool_use":
+                raw = str(block.get("id"))
+                uses[raw] = uses.get(raw, 0) + 1
+                played = raw if uses[raw] == 1 else f"{raw}~{uses[raw]}"
+                current[raw] = played
+                names[played] = str(block.get("name"))
+                play.calls[played] = block.get("input") or {}
+                pending.append((played, names[played]))
+                said.append({**block, "id": played})
+            elif kind == "tool_result":
+                played = current.get(str(block.get("id")))
+                if played is None:
+                    play.unpaired.append(str(block.get("id")))
+                    continue
+                play.results[played] = _output(block.get("output"))
+        if said:
+            play.turns[-1][1].append(said)
+    for played, name in pending:
+        play.outputs.setdefault(name, []).append(play.results.get(played, ""))
+    return play
+
+
+def _output(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "\n".join(
+            str(b.get("text", "")) if b.get("type") == "text" else "[image]"
+            for b in output
+            if isinstance(b, dict)
+        )
+    return "" if output is None else str(output)
+
+
+def _blocks(recorded: list[dict]) -> list[Any]:
+    made: list[Any] = []
+    for block in recorded:
+        kind = block.get("type")
+        if kind == "text" and block.get("text"):
+            made.append(TextBlock(text=str(block["text"])))
+        elif kind == "thinking" and block.get("thinking"):
+            made.append(ThinkingBlock(thinking=str(block["thinking"])))
+        elif kind == "tool_use":
+            arguments = block.get("input")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments or {}, ensure_ascii=False)
+            made.append(
+                ToolCallBlock(id=str(block["id"]), name=str(block["name"]), input=arguments)
+            )
+    return made
+
+
+def _tool(name: str, outputs: list[str]) -> FunctionTool:
+    async def replayed(**kwargs: Any) -> str:
+        return outputs.pop(0) if outputs else ""
+
+    return FunctionTool(
+        replayed,
+        name=name,
+        description=f"The recorded {name} tool.",
+        input_schema={"type": "object", "properties": {}, "additionalProperties": True},
+        permission=_ALLOW,
+    )
+
+
+async def replay_transcript(
+    transcript: Transcript,
+    config: ContextConfig,
+    workspace: Path | str,
+    max_input_tokens: int | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+    check_recovery: bool = True,
+    show: bool = False,
+) -> ReplayResult:
+    """Replay one transcript on AgentScope 2.x; the workspace receives its dialog and
+    tool-result files (same arguments and result as the 1.x replayer; ``show`` prints each
+    step's figures, 2.x has no Studio run to show them in)."""
+    started = time.perf_counter()
+    config = replay_config(config, workspace, max_input_tokens, notices=show)
+    records = [m for m in transcript.messages if isinstance(m, Record)]
+    if len(records) != len(transcript.messages):
+        raise TypeError("on AgentScope 2.x a transcript holds replay Records (load_transcripts)")
+    play = _play(records)
+    replies = [list(said) for _, said in play.turns]
+    turn = [0]
+    middleware = ContextMiddleware(config)
+    steps: list[StepRecord] = []
+    previous: list[str] | None = None
+    hooks_before = [0.0]
+
+    def respond(call: Any) -> Any:
+        nonlocal previous
+        manager = middleware.manager
+        tokens = model.counter.count_formatted(call.messages, call.tools)
+        rendered = [
+            json.dumps(m, ensure_ascii=False, sort_keys=True, default=str) for m in call.messages
+        ]
+        calls = {str(c.get("id")) for m in call.messages for c in m.get("tool_calls") or []}
+        record = StepRecord(
+            step=len(steps) + 1,
+            prompt_tokens=tokens,
+            messages=len(call.messages),
+            pair_violations=prompt_pair_violations(call.messages, calls),
+            stable_prefix=previous is not None and rendered[: len(previous)] == previous,
+            compactions=manager.stats.compactions,
+            hook_seconds=round(manager.stats.hook_seconds - hooks_before[0], 6),
+        )
+        hooks_before[0] = manager.stats.hook_seconds
+        previous = rendered
+        steps.append(record)
+        if tokens > manager.max_input_tokens and overflows[0] == overflows[1]:
+            result.unexplained_over_window += 1
+        overflows[1] = overflows[0]
+        if on_step is not None:
+            on_step(record)
+        queue = replies[turn[0]]
+        while queue:
+            blocks = _blocks(queue.pop(0))
+            if blocks:
+                return blocks
+        return "Done."
+
+    window = config.max_input_tokens or 131072
+    model = ScriptedChatModel(respond, context_size=window)
+    toolkit = Toolkit(tools=[_tool(name, outputs) for name, outputs in play.outputs.items()])
+    agent = Agent(
+        name="replay",
+        system_prompt=transcript.system_prompt or "You are a helpful agent.",
+        model=model,
+        toolkit=toolkit,
+        middlewares=[middleware],
+        offloader=middleware.offloader,
+        injection_config=InjectionConfig(inject_runtime_state=False),
+        react_config=ReActConfig(max_iters=100_000),
+    )
+    manager = middleware.bind(agent)
+    result = ReplayResult(
+        transcript.name, manager.max_input_tokens, manager.pipeline.trigger_tokens
+    )
+    overflows = [0, 0]  # context_overflow events: so far, and at the previous step
+
+    def count_overflow(event: Any) -> None:
+        if event.type == "context_overflow":
+            overflows[0] += 1
+
+    manager.subscribe(count_overflow)
+    result.original_tokens = sum(manager.counter.count_text(t) for t in play.texts) + sum(
+        manager.counter.count_text(t) for t in play.results.values()
+    )
+    for index, (text, _) in enumerate(play.turns):
+        turn[0] = index
+        await agent.reply(UserMsg("user", text))
+    result.steps = steps
+    result.stats = manager.stats.as_dict()
+    result.overflow_events = manager.stats.counts["context_overflow"]
+    result.seconds_hooks = manager.stats.hook_seconds
+    if check_recovery:
+        result.recovery_problems = recovery_problems(
+            play, agent.state.context, middleware.dialog_store, middleware.storage
+        )
+    manager.detach()
+    result.seconds_total = time.perf_counter() - started
+    return result
+
+
+def recovery_problems(play: _Play, context: list[Msg], dialog: Any, storage: Storage) -> list[str]:
+    """Every way a recorded text, call or output is NOT recoverable byte for byte from the
+    context and ``dialog/`` (texts by content, calls and outputs by id; a cut output from the
+    saved file its notice names). Empty: all are."""
+    texts: set[str] = set()
+    calls: dict[str, str] = {}
+    results: dict[str, str] = {}
+    messages = [*(r.msg for r in dialog.iter_records()), *context]
+    for msg in messages:
+        if isinstance(msg.content, str):
+            texts.add(msg.content)
+            continue
+        for block in msg.content:
+            if isinstance(block, TextBlock):
+                texts.add(block.text)
+            elif isinstance(block, ThinkingBlock):
+                texts.add(block.thinking)
+            elif isinstance(block, ToolCallBlock):
+                calls.setdefault(block.id, block.input)
+            elif isinstance(block, ToolResultBlock):
+                results.setdefault(block.id, output_text(block.output))
+    problems = [f"tool result {i}: its call is not in the transcript" for i in play.unpaired]
+    problems += [f"a text is missing: {t[:60]!r}" for t in play.texts if t and t not in texts]
+    for call_id, arguments in play.calls.items():
+        kept = calls.get(call_id)
+        if kept is None:
+            problems.append(f"tool call {call_id}: missing")
+        elif json.loads(kept or "{}") != (arguments if isinstance(arguments, dict) else {}):
+            problems.append(f"tool call {call_id}: its arguments differ")
+    for call_id, original in play.results.items():
+        kept = results.get(call_id)
+        if kept is None:
+            problems.append(f"tool result {call_id}: missing")
+        elif kept != original:
+            parts = split_notice(kept)
+            data = storage.read(parts[1].file_path) if parts is not None else None
+            if parts is None:
+                problems.append(f"tool result {call_id}: changed without a notice")
+            elif data is None or data.decode("utf-8") != original:
+                problems.append(f"tool result {call_id}: the saved file differs or is missing")
+    return problems
