@@ -34,80 +34,170 @@ import logging
 import re
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentscope_context_ext.compat import agentscope_major, agentscope_version
 
+from ._data import transcripts_dir
+
 TITLE = "AgentScope 2.x: ours vs 2.x's own compression (tau-bench)"
 TARGET = "ours at least as good on every column, strictly better on recoverability and fidelity"
-WINDOW = 6144
+WORKSPACE = "2.x + workspace"
+EXACT = "2.x, exact count"
+"""Not a 2.x setting: 2.x with a model whose ``count_tokens`` is exact, to show what its
+bytes/4 estimate (every 2.0.11 model's) does to the other columns."""
+TAU_WINDOW = 6144
 TRIGGER = 0.8
+RESERVE = 0.3
 _ID_RE = re.compile(r"\b(?:[A-Z0-9]{6}|[a-z]+_[a-z]+_\d{3,5}|HAT\d{3})\b")
 
 
-def _transcripts(limit: int) -> list[list[dict]]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from bench._data import transcripts_dir
+@dataclass
+class _Script:
+    """A recorded conversation as the scripted model and the replayed tools play it back."""
 
+    system: str
+    turns: list[tuple[str, list[list[dict]]]]
+    """(user text, the assistant messages of that reply, as 1.x-shaped blocks)."""
+    outputs: dict[str, list[str]] = field(default_factory=dict)
+    """Tool name -> its recorded outputs, in call order."""
+    originals: list[str] = field(default_factory=list)
+    """Every user and assistant text and every tool output, for recoverability."""
+
+
+def _tau_trajectories(limit: int) -> list[list[dict]]:
     data = json.loads((transcripts_dir() / "tau-bench" / "gpt-4o-airline.json").read_text())
     return [item["traj"] for item in data[:limit]]
 
 
-def _turns(traj: list[dict]) -> tuple[str, list[tuple[str, list[dict]]]]:
-    """(system prompt, [(user text, [assistant/tool messages of that reply])]).
+def _tau_script(traj: list[dict]) -> _Script:
+    """A tau-bench trajectory as a script.
 
     Some trajectories reuse a tool-call id for a later call (the recorded model repeated it); a
     provider's ids are unique and both agents look calls up by id, so a reused id gets the
     suffix ``~n`` on its call and on the result that follows it."""
-    system = next((m["content"] for m in traj if m["role"] == "system"), "")
-    turns: list[tuple[str, list[dict]]] = []
+    script = _Script(next((m["content"] for m in traj if m["role"] == "system"), ""), [])
     uses: dict[str, int] = {}
     current: dict[str, str] = {}
     for message in traj:
-        if message["role"] == "assistant" and message.get("tool_calls"):
-            message = {**message, "tool_calls": [dict(call) for call in message["tool_calls"]]}
-            for call in message["tool_calls"]:
+        role, content = message["role"], message.get("content") or ""
+        if role == "user":
+            script.turns.append((content, []))
+            script.originals.append(content)
+        elif role == "assistant" and script.turns:
+            blocks = [{"type": "text", "text": content}] if content else []
+            for call in message.get("tool_calls") or []:
                 raw = call["id"]
                 uses[raw] = uses.get(raw, 0) + 1
                 current[raw] = raw if uses[raw] == 1 else f"{raw}~{uses[raw]}"
-                call["id"] = current[raw]
-        elif message["role"] == "tool" and message.get("tool_call_id") in current:
-            message = {**message, "tool_call_id": current[message["tool_call_id"]]}
-        if message["role"] == "user":
-            turns.append((message["content"] or "", []))
-        elif message["role"] in ("assistant", "tool") and turns:
-            turns[-1][1].append(message)
-    return system, turns
+                function = call["function"]
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": current[raw],
+                        "name": function["name"],
+                        "input": function["arguments"],
+                    }
+                )
+            script.turns[-1][1].append(blocks)
+            if content:
+                script.originals.append(content)
+        elif role == "tool" and script.turns:
+            script.outputs.setdefault(message.get("name") or "", []).append(content)
+            script.originals.append(content)
+    return script
 
 
-async def _replay(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
+def _claude_script(records: list[Any]) -> _Script:
+    """A Claude Code session (``replay.claude_code_records``) as a script."""
+    script = _Script("You are Claude Code, a coding agent working in the user's repository.", [])
+    for record in records:
+        if record.role == "user":
+            text = "\n".join(b["text"] for b in record.content if b["type"] == "text")
+            script.turns.append((text, []))
+            script.originals.append(text)
+        elif record.role == "assistant" and script.turns:
+            script.turns[-1][1].append(record.content)
+            script.originals += [b["text"] for b in record.content if b["type"] == "text"]
+        elif record.role == "system" and script.turns:
+            for block in record.content:
+                output = block["output"]
+                if not isinstance(output, str):
+                    output = "\n".join(b["text"] for b in output if b.get("type") == "text")
+                script.outputs.setdefault(block["name"], []).append(output)
+                script.originals.append(output)
+    return script
+
+
+@dataclass
+class _Run:
+    agent: Any
+    model: Any
+    middleware: Any
+    workspace: Path
+
+    def prompts(self) -> list[list[dict]]:
+        return [c.messages for c in self.model.calls if not c.structured]
+
+    @property
+    def compactions(self) -> int:
+        if self.middleware is not None:
+            return self.middleware.manager.stats.compactions
+        return sum(1 for c in self.model.calls if c.structured)
+
+
+def _exactly_counted() -> type:
+    from agentscope_context_ext.testing import ScriptedChatModel
+
+    class ExactlyCounted(ScriptedChatModel):
+        """The scripted model with an exact ``count_tokens`` (2.0.11's models estimate)."""
+
+        async def count_tokens(self, messages: list, tools: list[dict] | None) -> int:
+            return self.counter.count_formatted(await self.formatter.format(messages), tools)
+
+    return ExactlyCounted
+
+
+def _blocks(blocks: list[dict]) -> list[Any]:
+    from agentscope.message import TextBlock, ThinkingBlock, ToolCallBlock
+
+    made: list[Any] = []
+    for block in blocks:
+        if block["type"] == "text":
+            made.append(TextBlock(text=block["text"]))
+        elif block["type"] == "thinking" and block["thinking"]:
+            made.append(ThinkingBlock(thinking=block["thinking"]))
+        elif block["type"] == "tool_use":
+            arguments = block["input"]
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            made.append(ToolCallBlock(id=block["id"], name=block["name"], input=arguments))
+    return made
+
+
+async def _run(script: _Script, mode: str, workdir: Path, window: int) -> _Run:
+    """Replay ``script`` through a real 2.x ``Agent`` in ``mode`` at ``window``."""
     from agentscope.agent import Agent, ContextConfig, InjectionConfig, ReActConfig
-    from agentscope.message import TextBlock, ToolCallBlock, UserMsg
+    from agentscope.message import UserMsg
     from agentscope.permission import PermissionBehavior, PermissionDecision
     from agentscope.tool import FunctionTool, Toolkit
 
+    from agentscope_context_ext import ContextConfig as OurConfig
     from agentscope_context_ext.agentscope2 import ContextMiddleware, to_views
     from agentscope_context_ext.core.summary import extractive_summary
-    from agentscope_context_ext.replay import prompt_pair_violations
     from agentscope_context_ext.testing import ScriptedChatModel
 
-    system, turns = _turns(traj)
-    outputs: dict[str, list[str]] = {}
-    originals: list[str] = []
-    for _, messages in turns:
-        for message in messages:
-            if message["role"] == "tool":
-                outputs.setdefault(message.get("name") or "", []).append(message["content"] or "")
-                originals.append(message["content"] or "")
-            elif message.get("content"):
-                originals.append(message["content"])
-    originals += [text for text, _ in turns if text]
-    queue: list[dict] = [m for _, messages in turns for m in messages if m["role"] == "assistant"]
+    outputs = {name: list(values) for name, values in script.outputs.items()}
+    # The same summary budget on both sides: ours sizes its summary by the window.
+    summary_tokens = OurConfig().compaction.summary_tokens(window)
+    replies: list[list[list[dict]]] = [list(replies) for _, replies in script.turns]
+    turn = [-1]
 
     def respond(call):
         if call.structured:  # 2.x's own compression asks for its SummarySchema
-            summary = extractive_summary(to_views(call.msgs[1:-1]))
+            summary = extractive_summary(to_views(call.msgs[1:-1]), budget_tokens=summary_tokens)
 
             def text(*keys: str) -> str:
                 return "\n".join(line for key in keys for line in getattr(summary, key)) or "-"
@@ -119,17 +209,12 @@ async def _replay(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
                 "next_steps": text("next_steps"),
                 "context_to_preserve": text("critical_context"),
             }
-        if not queue:
-            return "ok"
-        turn = queue.pop(0)
-        blocks: list = [TextBlock(text=turn["content"])] if turn.get("content") else []
-        for tc in turn.get("tool_calls") or []:
-            blocks.append(
-                ToolCallBlock(
-                    id=tc["id"], name=tc["function"]["name"], input=tc["function"]["arguments"]
-                )
-            )
-        return blocks or "ok"
+        queue = replies[turn[0]]
+        while queue:
+            blocks = _blocks(queue.pop(0))
+            if blocks:
+                return blocks
+        return "ok"
 
     def make_tool(name: str) -> FunctionTool:
         async def replayed(**kwargs: Any) -> str:
@@ -143,22 +228,24 @@ async def _replay(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
             permission=PermissionDecision(behavior=PermissionBehavior.ALLOW, message="replay"),
         )
 
-    model = ScriptedChatModel(respond, context_size=WINDOW)
+    model_class = _exactly_counted() if mode == EXACT else ScriptedChatModel
+    model = model_class(respond, context_size=window)
     toolkit = Toolkit(tools=[make_tool(name) for name in outputs])
     workspace = workdir / "ws"
     kwargs: dict[str, Any] = {}
+    middleware = None
     if mode == "ours":
         middleware = ContextMiddleware(
             {
                 "workspace": str(workspace),
-                "max_input_tokens": WINDOW,
+                "max_input_tokens": window,
                 "notices": False,
                 "compaction": {"trigger_ratio": TRIGGER, "model": "extractive"},
                 "long_term_memory": {"enabled": False},
             }
         )
         kwargs = {"middlewares": [middleware], "offloader": middleware.offloader}
-    elif mode == "2.x + workspace":
+    elif mode == WORKSPACE:
         from agentscope.workspace import LocalWorkspace
 
         offloader = LocalWorkspace(workdir=str(workspace))
@@ -166,20 +253,29 @@ async def _replay(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
         kwargs = {"offloader": offloader}
     agent = Agent(
         name="agent",
-        system_prompt=system,
+        system_prompt=script.system,
         model=model,
         toolkit=toolkit,
-        context_config=ContextConfig(trigger_ratio=TRIGGER, reserve_ratio=0.3),
+        context_config=ContextConfig(trigger_ratio=TRIGGER, reserve_ratio=RESERVE),
         injection_config=InjectionConfig(inject_runtime_state=False),
-        react_config=ReActConfig(max_iters=100),
+        react_config=ReActConfig(max_iters=1000),
         **kwargs,
     )
-    for text, _ in turns:
+    for index, (text, _) in enumerate(script.turns):
+        turn[0] = index
         await agent.reply(UserMsg("user", text))
+    return _Run(agent, model, middleware, workspace)
 
-    prompts = [c.messages for c in model.calls if not c.structured]
+
+async def _tau_row(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
+    from agentscope_context_ext.replay import prompt_pair_violations
+
+    script = _tau_script(traj)
+    run = await _run(script, mode, workdir, TAU_WINDOW)
+    prompts = run.prompts()
+    counter = run.model.counter
     tokens = [
-        model.counter.count_formatted(c.messages, c.tools) for c in model.calls if not c.structured
+        counter.count_formatted(c.messages, c.tools) for c in run.model.calls if not c.structured
     ]
     orphans = 0
     for messages in prompts:
@@ -189,33 +285,114 @@ async def _replay(traj: list[dict], mode: str, workdir: Path) -> dict[str, Any]:
         json.dumps(b[: len(a)], sort_keys=True) == json.dumps(a, sort_keys=True)
         for a, b in itertools.pairwise(prompts)
     )
-    corpus = _corpus(agent, workspace)
-    recovered = sum(1 for text in originals if text in corpus)
-    last = json.dumps(prompts[-1], ensure_ascii=False) if prompts else ""
-    names = _identifiers(traj)
-    found = sum(1 for ident in names if ident in last)
+    corpus = _corpus(run.agent, run.workspace)
+    recovered = sum(1 for text in script.originals if text in corpus)
+    last = _text_of(prompts[-1]) if prompts else ""
+    names = _tau_identifiers(traj)
     return {
         "prompts": len(prompts),
-        "over": sum(t > WINDOW for t in tokens),
+        "over": sum(t > TAU_WINDOW for t in tokens),
         "orphans": orphans,
         "recovered": recovered,
-        "originals": len(originals),
+        "originals": len(script.originals),
         "stable": stable,
         "pairs": max(len(prompts) - 1, 0),
         "tokens": sum(tokens),
         "identifiers": len(names),
-        "identifiers_found": found,
+        "identifiers_found": sum(1 for ident in names if ident in last),
     }
 
 
-def _identifiers(traj: list[dict]) -> list[str]:
-    """The identifiers of the whole trajectory (the B7 extraction, plus tau-bench ids such as
-    reservation and user ids); fidelity is the share of them the last prompt still names."""
+def _text_of(value: Any) -> str:
+    """Every string in a formatted prompt, joined (not its JSON: escaping would hide a name
+    with a quote or a backslash in it)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(_text_of(item) for item in value.values())
+    if isinstance(value, list):
+        return "\n".join(_text_of(item) for item in value)
+    return ""
+
+
+def _tau_identifiers(traj: list[dict]) -> list[str]:
+    """The identifiers of the whole trajectory (file paths and code spans, plus tau-bench ids
+    such as reservation and user ids); the share the last prompt still names is reported."""
     from agentscope_context_ext.core.summary import summary_identifiers
 
     everything = "\n".join(str(m.get("content") or "") for m in traj if m["role"] != "system")
     names = set(summary_identifiers(everything)) | set(_ID_RE.findall(everything))
     return sorted(names)
+
+
+async def _compacts(script: _Script, mode: str, window: int) -> bool:
+    with tempfile.TemporaryDirectory() as tmp:
+        run = await _run(script, mode, Path(tmp), window)
+        return run.compactions >= 1
+
+
+async def _latest_single_compaction(script: _Script, mode: str, precision: float) -> int:
+    """B7's window: the largest at which the replay compacts at all (bisection)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = await _run(script, mode, Path(tmp), 10_000_000)
+        counter = run.model.counter
+        peak = max(counter.count_formatted(c.messages, c.tools) for c in run.model.calls)
+    low, high = 4096, int(peak / TRIGGER) + 1024
+    if not await _compacts(script, mode, low):
+        raise RuntimeError(f"{mode}: the session does not compact even at a 4,096-token window")
+    while high - low > max(precision * low, 64):
+        middle = (low + high) // 2
+        if await _compacts(script, mode, middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+async def _claude_row(name: str, script: _Script, reference: str, mode: str, window: int):
+    """B7's fidelity for ``mode`` at ``window``."""
+    from agentscope_context_ext.agentscope2 import DialogStore, to_views
+    from agentscope_context_ext.core.summary import mentions, summary_identifiers
+    from agentscope_context_ext.core.workspace import ToolResultStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = await _run(script, mode, Path(tmp), window)
+        if run.middleware is not None:
+            saved = ToolResultStore(run.workspace).read_text
+            compacted = [r.msg for r in DialogStore(run.workspace).iter_records(newest_first=False)]
+            views = to_views(compacted, saved)
+        else:
+            last = [c for c in run.model.calls if c.structured][-1]
+            views = to_views(last.msgs[1:-1])
+        corpus = "\n".join(view.raw_text() for view in views)
+        summary = run.agent.state.summary if isinstance(run.agent.state.summary, str) else ""
+        prompt = _text_of(run.prompts()[-1])
+        compactions = run.compactions
+    conversation = "\n".join(script.originals)
+    names = [n for n in summary_identifiers(reference) if mentions(conversation, n)]
+    compacted_names = [n for n in names if mentions(corpus, n)]
+    return {
+        "session": name,
+        "window": window,
+        "compactions": compactions,
+        "identifiers": len(compacted_names),
+        "in_summary": sum(1 for n in compacted_names if mentions(summary, n)),
+        "conversation_identifiers": len(names),
+        "in_prompt": sum(1 for n in names if mentions(prompt, n)),
+        "summary_chars": len(summary),
+        "reference_chars": len(reference),
+    }
+
+
+def _claude_sessions() -> list[tuple[str, list[Any], str]]:
+    from agentscope_context_ext.replay import claude_code_compactions, claude_code_records
+
+    sessions = []
+    for path in sorted((transcripts_dir() / "claude-code").glob("*.jsonl")):
+        for index, point in enumerate(claude_code_compactions(path)):
+            records = claude_code_records(path, until_line=point.line)
+            sessions.append((f"{path.name[:8]}#{index + 1}", records, point.summary))
+    return sessions
 
 
 def _corpus(agent: Any, workspace: Path) -> set[str]:
@@ -249,7 +426,8 @@ def _corpus(agent: Any, workspace: Path) -> set[str]:
     return strings
 
 
-MODES = ("ours", "2.x", "2.x + workspace")
+MODES = ("ours", "2.x", WORKSPACE, EXACT)
+CLAUDE_MODES = ("ours", "2.x")
 
 
 def run(quick: bool = False) -> dict:
@@ -262,17 +440,32 @@ def run(quick: bool = False) -> dict:
         }
     logging.getLogger("as").setLevel(logging.ERROR)
     logging.getLogger("agentscope").setLevel(logging.ERROR)
-    trajectories = _transcripts(10 if quick else 40)
-    totals = {mode: {} for mode in MODES}
+    logging.getLogger("agentscope_context_ext").setLevel(logging.ERROR)
+    trajectories = _tau_trajectories(10 if quick else 40)
+    totals: dict[str, dict[str, int]] = {mode: {} for mode in MODES}
     for index, traj in enumerate(trajectories):
         for mode in MODES:
             with tempfile.TemporaryDirectory() as tmp:
-                row = asyncio.run(_replay(traj, mode, Path(tmp)))
+                row = asyncio.run(_tau_row(traj, mode, Path(tmp)))
             for key, value in row.items():
                 totals[mode][key] = totals[mode].get(key, 0) + value
-        print(f"  trajectory {index + 1}/{len(trajectories)}", file=sys.stderr, flush=True)
+        print(f"  tau-bench {index + 1}/{len(trajectories)}", file=sys.stderr, flush=True)
+    claude: dict[str, list[dict]] = {mode: [] for mode in CLAUDE_MODES}
+    for name, records, reference in _claude_sessions():
+        script = _claude_script(records)
+        # Both sides at both sides' B7 windows (each one's latest single compaction).
+        windows = {
+            mode: asyncio.run(_latest_single_compaction(script, mode, 0.03 if quick else 0.01))
+            for mode in CLAUDE_MODES
+        }
+        for chosen_by, window in windows.items():
+            for mode in CLAUDE_MODES:
+                row = asyncio.run(_claude_row(name, script, reference, mode, window))
+                claude[mode].append({**row, "window_of": chosen_by})
+            print(f"  claude code {name}: window {window:,} ({chosen_by})", file=sys.stderr)
     rows = {}
     for mode, t in totals.items():
+        sessions = claude.get(mode, [])
         rows[mode] = {
             "prompts": t["prompts"],
             "over_window": t["over"],
@@ -280,44 +473,74 @@ def run(quick: bool = False) -> dict:
             "recoverable": round(t["recovered"] / max(t["originals"], 1), 4),
             "prefix_stable": round(t["stable"] / max(t["pairs"], 1), 4),
             "mean_prompt_tokens": round(t["tokens"] / max(t["prompts"], 1)),
-            "fidelity": round(t["identifiers_found"] / max(t["identifiers"], 1), 4),
+            "tau_ids_in_last_prompt": round(t["identifiers_found"] / max(t["identifiers"], 1), 4),
+            "fidelity": (
+                round(
+                    sum(r["in_summary"] for r in sessions)
+                    / max(sum(r["identifiers"] for r in sessions), 1),
+                    4,
+                )
+                if sessions
+                else None
+            ),
         }
     ours = rows["ours"]
-    others = [rows["2.x"], rows["2.x + workspace"]]
+    others = [rows["2.x"], rows[WORKSPACE]]
     met = all(
         ours["over_window"] <= o["over_window"]
         and ours["orphans"] <= o["orphans"]
         and ours["recoverable"] > o["recoverable"]
         and ours["prefix_stable"] >= o["prefix_stable"]
         and ours["mean_prompt_tokens"] <= o["mean_prompt_tokens"]
-        and ours["fidelity"] > o["fidelity"]
+        and (o["fidelity"] is None or ours["fidelity"] > o["fidelity"])
         for o in others
     )
     return {
-        "window": WINDOW,
+        "window": TAU_WINDOW,
         "trajectories": len(trajectories),
         "agentscope_version": agentscope_version(),
         "rows": rows,
+        "claude_code": claude,
         "target": TARGET,
         "target_met": met,
     }
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.1%}" if whole else "-"
 
 
 def table(record: dict) -> str:
     if record.get("skipped"):
         return ""
     lines = [
-        f"{record['trajectories']} tau-bench trajectories, {record['window']:,}-token window, "
-        f"AgentScope {record['agentscope_version']}",
+        f"{record['trajectories']} tau-bench trajectories at a {record['window']:,}-token window; "
+        f"fidelity on the Claude Code sessions (B7's method); AgentScope {record['agentscope_version']}",
         "",
-        "| | prompts | over window | orphans | recoverable | prefix stable | mean prompt tokens | fidelity |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| | prompts | over window | orphans | recoverable | prefix stable | mean prompt tokens "
+        "| fidelity (B7) | tau ids in last prompt |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for mode, r in record["rows"].items():
+        fidelity = "-" if r["fidelity"] is None else f"{r['fidelity']:.1%}"
         lines.append(
             f"| {mode} | {r['prompts']:,} | {r['over_window']} | {r['orphans']} | "
             f"{r['recoverable']:.1%} | {r['prefix_stable']:.1%} | {r['mean_prompt_tokens']:,} | "
-            f"{r['fidelity']:.1%} |"
+            f"{fidelity} | {r['tau_ids_in_last_prompt']:.1%} |"
+        )
+    lines += [
+        "",
+        "| Claude Code session | window (whose latest single compaction) | side | compactions "
+        "| identifiers compacted | in summary | in the last prompt | summary chars (side / CC) |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    claude = [(r, mode) for mode, rows in record["claude_code"].items() for r in rows]
+    for r, mode in sorted(claude, key=lambda item: (item[0]["session"], -item[0]["window"])):
+        lines.append(
+            f"| {r['session']} | {r['window']:,} ({r['window_of']}) | {mode} | {r['compactions']} | "
+            f"{r['identifiers']} | {_share(r['in_summary'], r['identifiers'])} | "
+            f"{_share(r['in_prompt'], r['conversation_identifiers'])} | "
+            f"{r['summary_chars']:,} / {r['reference_chars']:,} |"
         )
     return "\n".join(lines)
 
