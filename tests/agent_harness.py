@@ -10,41 +10,16 @@ from agentscope.agent import ReActAgent
 from agentscope.formatter import DashScopeChatFormatter, FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
+from harness_common import (
+    COMPACTION_MARKER,
+    CONSOLIDATOR_MARKER,
+    SUMMARIZER_MARKER,
+    make_text,
+)
 
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
 
-COMPACTION_MARKER = "You compact the earlier part"
-SUMMARIZER_MARKER = "You maintain Memory.md"
-CONSOLIDATOR_MARKER = "You consolidate Memory.md"
 _PATH_RE = re.compile(r"(?:tool_result|dialog)/[\w.\-]+")
-
-
-def make_text(size_bytes: int, seed: int) -> str:
-    """Deterministic log-like text of about ``size_bytes`` bytes."""
-    rng = random.Random(seed)
-    words = [
-        "alpha",
-        "beta",
-        "gamma",
-        "delta",
-        "error",
-        "ok",
-        "GET",
-        "/api/items",
-        "200",
-        "503",
-        "用户",
-        "数据",
-    ]
-    lines = []
-    size = 0
-    i = 0
-    while size < size_bytes:
-        line = f"{seed}:{i:05d} " + " ".join(rng.choice(words) for _ in range(12)) + "\n"
-        lines.append(line)
-        size += len(line.encode())
-        i += 1
-    return "".join(lines)
 
 
 async def fetch(size_kb: int, seed: int) -> ToolResponse:

@@ -165,9 +165,8 @@ def test_chat_continues_its_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     """Each turn is saved atomically to <workspace>/sessions/; the next chat continues it."""
-    from agentscope.formatter import DashScopeChatFormatter
-
     from agentscope_context_ext.cli import _chat
+    from agentscope_context_ext.compat import agentscope_major
     from agentscope_context_ext.testing import ScriptedChatModel
 
     monkeypatch.chdir(tmp_path)
@@ -175,6 +174,10 @@ def test_chat_continues_its_session(
 
     def scripted(model_name=None):
         models.append(ScriptedChatModel(["Noted.", "It is ed-4711."]))
+        if agentscope_major() >= 2:
+            return models[-1], models[-1].formatter
+        from agentscope.formatter import DashScopeChatFormatter
+
         return models[-1], DashScopeChatFormatter()
 
     monkeypatch.setattr(_chat, "model_from_environment", scripted)

@@ -9,78 +9,12 @@ from pathlib import Path
 
 import pytest
 from agentscope.message import Msg
+from harness_common import USAGE_OFFSET, Script, agent_file, sent_tool_texts
 from llm_servers import ModelServer, Reply, system_text
 
 from agentscope_context_ext import ConfigError, LongTermMemory, build_agent
 
 from agent_harness import COMPACTION_MARKER, SUMMARIZER_MARKER
-
-SIX_SECTIONS = (
-    "## Goal\n- Collect the documents the user asked for\n"
-    "## Constraints\n- Keep every document recoverable\n"
-    "## Progress\n- Fetched the documents with fetch\n"
-    "## Key Decisions\n- Work through the documents in order\n"
-    "## Next Steps\n- Continue fetching\n"
-    "## Critical Context\n- tool_result/ holds the full outputs\n"
-)
-USAGE_OFFSET = 37
-"""The servers report our own count plus this: what calibrate_with_usage must learn."""
-
-
-class Script:
-    """The scripted model behind a server: fetch calls, a summary, the Summarizer's tool call."""
-
-    def __init__(self, calls: int = 12, summary: str = SIX_SECTIONS) -> None:
-        self.calls = calls
-        self.summary = summary
-        self.step = 0
-        self.summarizer_calls = 0
-
-    def __call__(self, request: dict) -> Reply:
-        system = system_text(request)
-        if COMPACTION_MARKER in system:
-            return Reply(self.summary)
-        if SUMMARIZER_MARKER in system:
-            self.summarizer_calls += 1
-            answered = any(m.get("role") == "tool" for m in request["messages"])
-            if answered:
-                return Reply("[SILENT]")
-            arguments = {"text": "User wants every document kept", "section": "Personal"}
-            return Reply("", [(f"mem-{self.summarizer_calls}", "memory_append", arguments)])
-        step = self.step
-        self.step += 1
-        if step >= self.calls:
-            return Reply("All documents fetched.")
-        size = (30, 150, 60)[step % 3]
-        return Reply(f"step {step}", [(f"call-{step}", "fetch", {"size_kb": size, "seed": step})])
-
-
-def _agent_file(provider: str, url: str, stream: bool, **context) -> dict:
-    return {
-        "name": "researcher",
-        "system_prompt": "You are a diligent research agent.",
-        "model": {"provider": provider, "model": "test-model", "base_url": url, "stream": stream},
-        "tools": {"functions": ["agent_harness:fetch"]},
-        "max_iters": 100,
-        "context": {
-            "max_input_tokens": 16384,
-            "calibrate_with_usage": True,
-            "long_term_memory": {"consolidation_time": "off", "retry_backoff_seconds": 0},
-            **context,
-        },
-    }
-
-
-def _sent_tool_texts(server: ModelServer) -> list[str]:
-    texts = []
-    for request in server.requests:
-        for message in request["messages"]:
-            if message.get("role") == "tool":
-                content = message.get("content")
-                if isinstance(content, list):
-                    content = "".join(str(p.get("text", "")) for p in content)
-                texts.append(str(content))
-    return texts
 
 
 @pytest.mark.parametrize(
@@ -97,7 +31,7 @@ async def test_an_agent_file_agent_through_the_real_client(
 ) -> None:
     script = Script()
     with ModelServer(protocol, script, usage_offset=USAGE_OFFSET) as server:
-        spec = _agent_file(provider, server.url, stream, workspace=str(workspace))
+        spec = agent_file(provider, server.url, stream, workspace=str(workspace))
         agent = build_agent(spec)
         manager = agent.context_manager
         final = await agent(Msg("user", "collect the documents", "user"))
@@ -105,7 +39,7 @@ async def test_an_agent_file_agent_through_the_real_client(
     assert final.get_text_content() == "All documents fetched."
     # truncation: what the provider received is the excerpt with its notice
     assert manager.stats.truncations >= 1
-    assert any("<<<TRUNCATED>>>" in text for text in _sent_tool_texts(server))
+    assert any("<<<TRUNCATED>>>" in text for text in sent_tool_texts(server))
     # compaction with the model-written summary, parsed into the six sections
     assert manager.stats.compactions >= 1
     summary = agent.memory.compact_summary
@@ -133,7 +67,7 @@ async def test_an_agent_file_agent_through_the_real_client(
 @pytest.mark.parametrize("answer", ["", "no sections at all, just prose"])
 async def test_a_malformed_summary_answer_falls_back(workspace: Path, answer: str) -> None:
     with ModelServer("openai", Script(summary=answer)) as server:
-        spec = _agent_file(
+        spec = agent_file(
             "openai-compatible",
             server.url,
             True,
@@ -196,7 +130,7 @@ def test_chat_with_an_agent_file_scripted_from_stdin(
 
     monkeypatch.chdir(tmp_path)
     with ModelServer("openai", Script(calls=8)) as server:
-        spec = _agent_file("openai-compatible", "http://127.0.0.1:9/v1", True)
+        spec = agent_file("openai-compatible", "http://127.0.0.1:9/v1", True)
         spec["context"]["long_term_memory"] = {"enabled": True, "consolidation_time": "off"}
         (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
         lines = "collect the documents\n/context\n/compact\n/memory\n"
@@ -223,7 +157,7 @@ def test_chat_errors_are_one_line(
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    refused = _agent_file("openai-compatible", "http://127.0.0.1:9/v1", False)
+    refused = agent_file("openai-compatible", "http://127.0.0.1:9/v1", False)
     refused["model"]["options"] = {"timeout": 5}
     (tmp_path / "refused.yaml").write_text(yaml.safe_dump(refused))
     (tmp_path / "nokey.yaml").write_text(
@@ -263,7 +197,7 @@ def test_consolidate_uses_the_agent_files_model(
         return Reply("", [("w1", "memory_write", {"content": content})])
 
     with ModelServer("openai", consolidator) as server:
-        spec = _agent_file("openai-compatible", server.url, False)
+        spec = agent_file("openai-compatible", server.url, False)
         (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
         assert main(["consolidate", str(workspace), "--agent", str(tmp_path / "agent.yaml")]) == 0
     assert "consolidated" in capsys.readouterr().out

@@ -29,15 +29,9 @@ from ..agentscope1 import enable_context_management
 from ..core.agent_file import AgentFile, ModelSettings, load_agent_file
 from ..core.errors import ConfigError
 from ..demo import make_explorer_tools
+from ._common import LOCAL_KEY, ModelUnavailable, explorer_context, import_tool
 
 __all__ = ["ModelUnavailable", "build_agent", "build_model"]
-
-LOCAL_KEY = "no-key"
-"""What an OpenAI-compatible local server gets as its key when none is configured."""
-
-
-class ModelUnavailable(ConfigError):
-    """The model cannot be used as configured (a missing key, a client not installed)."""
 
 
 def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:
@@ -122,18 +116,11 @@ def build_agent(
     toolkit = Toolkit()
     context = spec.context
     if spec.tools.explorer is not None:
-        roots = [Path(root).expanduser().resolve() for root in spec.tools.explorer.roots]
-        for root in roots:
-            if not root.is_dir():
-                raise ConfigError(f"tools.explorer.roots: {root} is not a folder")
+        roots, context = explorer_context(spec)
         for tool in make_explorer_tools(roots[0]):
             toolkit.register_tool_function(tool)
-        allowed = [*context.tools.allowed_roots, *(str(root) for root in roots)]
-        context = context.model_copy(
-            update={"tools": context.tools.model_copy(update={"allowed_roots": allowed})}
-        )
     for dotted in spec.tools.functions:
-        toolkit.register_tool_function(_import_tool(dotted))
+        toolkit.register_tool_function(import_tool(dotted))
     agent = ReActAgent(
         name=spec.name,
         sys_prompt=spec.system_prompt,
@@ -144,14 +131,3 @@ def build_agent(
     )
     enable_context_management(agent, context)
     return agent
-
-
-def _import_tool(dotted: str) -> Any:
-    module_name, _, name = dotted.partition(":")
-    try:
-        function = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"tools.functions: cannot import {dotted} ({exc})") from None
-    if not callable(function):
-        raise ConfigError(f"tools.functions: {dotted} is not a function")
-    return function

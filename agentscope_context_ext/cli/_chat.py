@@ -5,15 +5,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import parse_qs, urlparse
 
-from agentscope.agent import ReActAgent, UserAgent
-from agentscope.message import Msg
-from agentscope.tool import Toolkit
-
 from ..agentfile import build_agent
-from ..agentscope1 import AtomicJSONSession, enable_context_management
+from ..compat import agentscope_major
 from ..core.config import ContextConfig
 from ..core.workspace import is_storage_url
 from ._models import model_from_environment
@@ -24,8 +20,13 @@ EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
 SESSIONS_DIRNAME = "sessions"
 
 
+SYSTEM_PROMPT = "You are a helpful assistant. Use your tools when they help."
+
+
 def _session(workspace: str):
-    """Where ``chat`` keeps the conversation: next to the workspace's other data."""
+    """Where ``chat`` keeps a 1.x conversation: next to the workspace's other data."""
+    from ..agentscope1 import AtomicJSONSession
+
     if not is_storage_url(workspace):
         return AtomicJSONSession(save_dir=str(Path(workspace) / SESSIONS_DIRNAME))
     from agentscope.session import RedisSession
@@ -45,6 +46,101 @@ class ModelUnreachable(RuntimeError):
     """The model's server refused or dropped the connection."""
 
 
+class _Agent1:
+    """``chat`` on AgentScope 1.x: a ``ReActAgent`` (it prints its own replies), its session
+    in ``JSONSession``/``RedisSession``."""
+
+    def __init__(self, agent: Any, config: ContextConfig) -> None:
+        self.agent = agent
+        self.session = _session(config.workspace)
+
+    @staticmethod
+    def make(model: Any, formatter: Any, config: ContextConfig) -> Any:
+        from agentscope.agent import ReActAgent
+        from agentscope.tool import Toolkit
+
+        from ..agentscope1 import enable_context_management
+
+        agent = ReActAgent(
+            name="assistant",
+            sys_prompt=SYSTEM_PROMPT,
+            model=model,
+            formatter=formatter,
+            toolkit=Toolkit(),
+        )
+        enable_context_management(agent, config)
+        return agent
+
+    async def load(self, session_id: str) -> None:
+        await self.session.load_session_state(session_id=session_id, agent=self.agent)
+
+    async def save(self, session_id: str) -> None:
+        await self.session.save_session_state(session_id=session_id, agent=self.agent)
+
+    async def send(self, text: str, say: Any) -> None:
+        from agentscope.message import Msg
+
+        await self.agent(Msg("user", text, "user"))
+
+    async def ask(self) -> str:
+        from agentscope.agent import UserAgent
+
+        msg = await UserAgent(name="user")()
+        return msg.get_text_content() or ""
+
+
+class _Agent2:
+    """``chat`` on AgentScope 2.x: an ``Agent`` with the middleware; its state, as 2.x saves it
+    (``model_dump_json``), in the workspace's ``sessions/<id>.json`` (atomic; a Redis workspace
+    keeps it on the server)."""
+
+    def __init__(self, agent: Any, config: ContextConfig) -> None:
+        self.agent = agent
+        self.storage = agent.context_manager.storage
+
+    @staticmethod
+    def make(model: Any, formatter: Any, config: ContextConfig) -> Any:
+        from agentscope.agent import Agent
+        from agentscope.tool import Toolkit
+
+        from ..agentscope2 import ContextMiddleware
+
+        middleware = ContextMiddleware(config)
+        agent = Agent(
+            name="assistant",
+            system_prompt=SYSTEM_PROMPT,
+            model=model,
+            toolkit=Toolkit(),
+            middlewares=[middleware],
+            offloader=middleware.offloader,
+        )
+        middleware.bind(agent)
+        return agent
+
+    @staticmethod
+    def _key(session_id: str) -> str:
+        return f"{SESSIONS_DIRNAME}/{session_id}.json"
+
+    async def load(self, session_id: str) -> None:
+        from agentscope.state import AgentState
+
+        data = self.storage.read(self._key(session_id))
+        if data:
+            self.agent.state = AgentState.model_validate_json(data)
+
+    async def save(self, session_id: str) -> None:
+        self.storage.write(self._key(session_id), self.agent.state.model_dump_json().encode())
+
+    async def send(self, text: str, say: Any) -> None:
+        from agentscope.message import UserMsg
+
+        answer = await self.agent.reply(UserMsg("user", text))
+        say(f"{self.agent.name}: {answer.get_text_content() or ''}")
+
+    async def ask(self) -> str:
+        return await asyncio.to_thread(input, "user: ")
+
+
 def run_chat(
     config: ContextConfig | None,
     session_id: str = "chat",
@@ -61,18 +157,19 @@ def run_chat(
     On a terminal the user types at a prompt; otherwise each line of ``stdin`` is one message,
     so a chat can be scripted. ``/compact``, ``/context`` and ``/memory`` are commands. The
     agent's state is saved after every turn to ``<workspace>/sessions/<session_id>.json``
-    (atomically), or with a Redis workspace to AgentScope's ``RedisSession`` on that server,
-    and loaded at start.
+    (atomically), or with a Redis workspace on that server (1.x: AgentScope's
+    ``RedisSession``; 2.x: the workspace's own keys), and loaded at start. The agent is the
+    installed AgentScope's: a 1.x ``ReActAgent`` or a 2.x ``Agent``.
 
     Raises:
         `ModelUnreachable`: The model's server does not answer.
     """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    kind = _Agent2 if agentscope_major() >= 2 else _Agent1
     if agent_file is not None:
         agent = build_agent(agent_file, model=model_name, base_url=base_url)
-        manager = agent.context_manager
-        config = manager.config
+        config = agent.context_manager.config
     else:
         config = config or ContextConfig()
         model, formatter = model_from_environment(
@@ -83,19 +180,13 @@ def run_chat(
                 else None
             )
         )
-        agent = ReActAgent(
-            name="assistant",
-            sys_prompt="You are a helpful assistant. Use your tools when they help.",
-            model=model,
-            formatter=formatter,
-            toolkit=Toolkit(),
-        )
-        manager = enable_context_management(agent, config)
+        agent = kind.make(model, formatter, config)
+    manager = agent.context_manager
+    chat = kind(agent, config)
     last: dict = {}
     manager.subscribe(lambda e: last.update(e.data) if e.type == "compaction_finished" else None)
-    session = _session(config.workspace)
     interactive = _is_terminal(stdin)
-    model_label = getattr(agent.model, "model_name", "the model")
+    model_label = _model_label(agent)
 
     def say(line: str) -> None:
         print(line, file=stdout, flush=True)
@@ -136,28 +227,27 @@ def run_chat(
                 if line.strip():
                     yield line.strip()
             return
-        user = UserAgent(name="user")
         while True:
             try:
-                msg = await user()
+                text = await chat.ask()
             except (EOFError, KeyboardInterrupt):
                 return
-            yield (msg.get_text_content() or "").strip()
+            yield text.strip()
 
     async def loop() -> None:
-        await session.load_session_state(session_id=session_id, agent=agent)
+        await chat.load(session_id)
         async for text in turns():
             if text.lower() in EXIT_WORDS:
                 break
             if await command(text):
                 continue
             try:
-                await agent(Msg("user", text, "user"))
+                await chat.send(text, say)
             except Exception as exc:
                 if _is_connection_error(exc):
                     raise ModelUnreachable(_describe(exc, agent)) from None
                 raise
-            await session.save_session_state(session_id=session_id, agent=agent)
+            await chat.save(session_id)
         await manager.drain()
 
     asyncio.run(loop())
@@ -201,7 +291,14 @@ def _is_connection_error(exc: BaseException) -> bool:
     return False
 
 
-def _describe(exc: BaseException, agent: ReActAgent) -> str:
-    model = getattr(agent.model, "model_name", "the model")
+def _describe(exc: BaseException, agent: Any) -> str:
+    model = _model_label(agent)
     reason = " ".join(str(exc).split())[:200] or type(exc).__name__
     return f"cannot reach {model}: {reason}"
+
+
+def _model_label(agent: Any) -> str:
+    """The model's name (1.x ``model_name``, 2.x ``model``)."""
+    model = agent.model
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return name if isinstance(name, str) else "the model"

@@ -251,7 +251,6 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
 def _cmd_consolidate(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..agentscope1 import consolidate
     from ..core.longterm import LongTermMemory, read_state
     from ._models import NoModelError, model_from_environment
 
@@ -274,12 +273,24 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
         except NoModelError as exc:
             raise BadInput(str(exc)) from None
     print(f"consolidating {len(pending)} day(s) of notes: {', '.join(pending)}", flush=True)
-    result = asyncio.run(consolidate(memory, model, formatter, max_bytes=settings.max_bytes))
+    result = asyncio.run(_consolidate(memory, model, formatter, settings.max_bytes))
     print(
         f"{result.status}: Memory.md is {result.bytes_after:,} bytes"
         + (f", backup {result.backup}" if result.backup else "")
     )
     return EXIT_OK
+
+
+async def _consolidate(memory, model, formatter, max_bytes: int):
+    """The installed AgentScope's consolidation agent (a 2.x model formats for itself)."""
+    from importlib import import_module
+
+    from ..compat import adapter_module, agentscope_major
+
+    consolidate = import_module(adapter_module(), __package__.rpartition(".")[0]).consolidate
+    if agentscope_major() >= 2:
+        return await consolidate(memory, model, max_bytes=max_bytes)
+    return await consolidate(memory, model, formatter, max_bytes=max_bytes)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from agentscope.formatter import FormatterBase
-from agentscope.model import ChatModelBase
+from ..compat import agentscope_major
 
 
 class _Provider(NamedTuple):
@@ -15,11 +14,24 @@ class _Provider(NamedTuple):
     default_model: str
     model_class: str
     formatter_class: str
+    credential_class: str
 
 
 _PROVIDERS = (
-    _Provider("DASHSCOPE_API_KEY", "qwen-plus", "DashScopeChatModel", "DashScopeChatFormatter"),
-    _Provider("OPENAI_API_KEY", "gpt-4o-mini", "OpenAIChatModel", "OpenAIChatFormatter"),
+    _Provider(
+        "DASHSCOPE_API_KEY",
+        "qwen-plus",
+        "DashScopeChatModel",
+        "DashScopeChatFormatter",
+        "DashScopeCredential",
+    ),
+    _Provider(
+        "OPENAI_API_KEY",
+        "gpt-4o-mini",
+        "OpenAIChatModel",
+        "OpenAIChatFormatter",
+        "OpenAICredential",
+    ),
 )
 
 MODEL_ENV_VARS = tuple(provider.env_var for provider in _PROVIDERS)
@@ -29,8 +41,9 @@ class NoModelError(RuntimeError):
     """No API key in the environment."""
 
 
-def model_from_environment(model_name: str | None = None) -> tuple[ChatModelBase, FormatterBase]:
-    """DashScope when ``DASHSCOPE_API_KEY`` is set, else OpenAI when ``OPENAI_API_KEY`` is set.
+def model_from_environment(model_name: str | None = None) -> tuple[Any, Any]:
+    """DashScope when ``DASHSCOPE_API_KEY`` is set, else OpenAI when ``OPENAI_API_KEY`` is set:
+    the installed AgentScope's model and formatter (on 2.x, ``model.formatter``).
 
     Raises:
         `NoModelError`: Neither variable is set.
@@ -40,6 +53,14 @@ def model_from_environment(model_name: str | None = None) -> tuple[ChatModelBase
         if not api_key:
             continue
         model_class = getattr(importlib.import_module("agentscope.model"), provider.model_class)
+        if agentscope_major() >= 2:
+            credential = getattr(
+                importlib.import_module("agentscope.credential"), provider.credential_class
+            )(api_key=api_key)
+            model = model_class(
+                credential=credential, model=model_name or provider.default_model, stream=False
+            )
+            return model, model.formatter
         formatter_class = getattr(
             importlib.import_module("agentscope.formatter"), provider.formatter_class
         )

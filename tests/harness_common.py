@@ -1,0 +1,122 @@
+"""Test helpers that need no AgentScope: the markers of the package's background prompts,
+deterministic tool output, and the scripted model behind the loopback model servers."""
+
+from __future__ import annotations
+
+import random
+
+from llm_servers import Reply, system_text
+
+COMPACTION_MARKER = "You compact the earlier part"
+SUMMARIZER_MARKER = "You maintain Memory.md"
+CONSOLIDATOR_MARKER = "You consolidate Memory.md"
+
+
+def make_text(size_bytes: int, seed: int) -> str:
+    """Deterministic log-like text of about ``size_bytes`` bytes."""
+    rng = random.Random(seed)
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "error",
+        "ok",
+        "GET",
+        "/api/items",
+        "200",
+        "503",
+        "用户",
+        "数据",
+    ]
+    lines = []
+    size = 0
+    i = 0
+    while size < size_bytes:
+        line = f"{seed}:{i:05d} " + " ".join(rng.choice(words) for _ in range(12)) + "\n"
+        lines.append(line)
+        size += len(line.encode())
+        i += 1
+    return "".join(lines)
+
+
+async def fetch(size_kb: int, seed: int) -> str:
+    """Fetch a document of the given size.
+
+    Args:
+        size_kb (int): Size of the document in KiB.
+        seed (int): Which document.
+    """
+    return make_text(size_kb * 1024, seed)
+
+
+SIX_SECTIONS = (
+    "## Goal\n- Collect the documents the user asked for\n"
+    "## Constraints\n- Keep every document recoverable\n"
+    "## Progress\n- Fetched the documents with fetch\n"
+    "## Key Decisions\n- Work through the documents in order\n"
+    "## Next Steps\n- Continue fetching\n"
+    "## Critical Context\n- tool_result/ holds the full outputs\n"
+)
+USAGE_OFFSET = 37
+"""The servers report our own count plus this: what calibrate_with_usage must learn."""
+
+
+class Script:
+    """The scripted model behind a server: fetch calls, a summary, the Summarizer's tool call."""
+
+    def __init__(self, calls: int = 12, summary: str = SIX_SECTIONS) -> None:
+        self.calls = calls
+        self.summary = summary
+        self.step = 0
+        self.summarizer_calls = 0
+
+    def __call__(self, request: dict) -> Reply:
+        system = system_text(request)
+        if COMPACTION_MARKER in system:
+            return Reply(self.summary)
+        if SUMMARIZER_MARKER in system:
+            self.summarizer_calls += 1
+            answered = any(m.get("role") == "tool" for m in request["messages"])
+            if answered:
+                return Reply("[SILENT]")
+            arguments = {"text": "User wants every document kept", "section": "Personal"}
+            return Reply("", [(f"mem-{self.summarizer_calls}", "memory_append", arguments)])
+        step = self.step
+        self.step += 1
+        if step >= self.calls:
+            return Reply("All documents fetched.")
+        size = (30, 150, 60)[step % 3]
+        return Reply(f"step {step}", [(f"call-{step}", "fetch", {"size_kb": size, "seed": step})])
+
+
+def agent_file(
+    provider: str, url: str, stream: bool, tool: str = "agent_harness:fetch", **context
+) -> dict:
+    """An agent file for the loopback server at ``url``."""
+    return {
+        "name": "researcher",
+        "system_prompt": "You are a diligent research agent.",
+        "model": {"provider": provider, "model": "test-model", "base_url": url, "stream": stream},
+        "tools": {"functions": [tool]},
+        "max_iters": 100,
+        "context": {
+            "max_input_tokens": 16384,
+            "calibrate_with_usage": True,
+            "long_term_memory": {"consolidation_time": "off", "retry_backoff_seconds": 0},
+            **context,
+        },
+    }
+
+
+def sent_tool_texts(server) -> list[str]:
+    """The tool results the server was sent, as text."""
+    texts = []
+    for request in server.requests:
+        for message in request["messages"]:
+            if message.get("role") == "tool":
+                content = message.get("content")
+                if isinstance(content, list):
+                    content = "".join(str(p.get("text", "")) for p in content)
+                texts.append(str(content))
+    return texts
