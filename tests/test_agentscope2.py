@@ -403,3 +403,11 @@ async def test_the_providers_usage_is_compared_with_our_count(tmp_path, stream):
     assert stats.token_count_error is not None
     assert abs(stats.token_count_error) < 0.05
     assert context.manager.pipeline.count.calibration != 0 or stats.token_count_error == 0
+
+
+def test_a_studio_url_on_2x_is_a_one_line_error(tmp_path, capsys):
+    from agentscope_context_ext.cli import main
+
+    code = main(["demo", "--studio-url", "http://127.0.0.1:9", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "has no Studio connection" in err and "\n" not in err

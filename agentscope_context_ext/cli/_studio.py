@@ -43,6 +43,14 @@ def connect_studio(url: str, project: str, name: str) -> None:
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise StudioError(f"--studio-url {url!r}: expected http://HOST:PORT")
+    from ..compat import agentscope_major, agentscope_version
+
+    if agentscope_major() >= 2:
+        raise StudioError(
+            f"--studio-url: AgentScope {agentscope_version()} has no Studio connection "
+            "(agentscope.init(studio_url=...) is AgentScope 1.x's); use AgentScope 1.x to watch "
+            "a run in Studio"
+        )
     import agentscope
 
     try:
