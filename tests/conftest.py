@@ -20,7 +20,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_storage.py",
         "test_real_transcripts.py",
         "test_readme.py",
-        "test_notebooks.py",
         "test_dialog_tools.py",
         "test_dialog_store.py",
         "test_cli.py",
@@ -44,7 +43,7 @@ AGENTSCOPE1_ONLY = frozenset(
 """Test files that drive AgentScope 1.x objects (``ReActAgent``, ``InMemoryMemory``, 1.x
 formatters and blocks): not collected on 2.x, where test_agentscope2.py covers the adapter."""
 
-AGENTSCOPE2_ONLY = frozenset({"test_agentscope2.py"})
+AGENTSCOPE2_ONLY = frozenset({"test_agentscope2.py", "test_real_clients2.py"})
 """Test files that drive AgentScope 2.x objects: not collected on 1.x."""
 
 

@@ -8,14 +8,35 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+from agentscope_context_ext.compat import agentscope_major
+
+FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
+ALL_NOTEBOOKS = sorted(FOLDER.rglob("*.ipynb"))
+NOTEBOOKS = [
+    p
+    for p in ALL_NOTEBOOKS
+    if agentscope_major() in nbformat.read(p, as_version=4).metadata.get("agentscope_major", [])
+]
+"""The notebooks for the installed AgentScope (each says which major versions it runs on)."""
 
 
-def test_there_are_the_three_notebooks() -> None:
-    assert {p.stem for p in NOTEBOOKS} >= {"quickstart", "replay", "long_term_memory"}
+def name(path: Path) -> str:
+    return path.relative_to(FOLDER).as_posix()
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_there_are_the_three_notebooks_on_each_version() -> None:
+    names = {name(p) for p in ALL_NOTEBOOKS}
+    assert {"quickstart.ipynb", "replay.ipynb", "agentscope2/quickstart.ipynb"} <= names
+    for major in (1, 2):
+        runs = {
+            p.stem
+            for p in ALL_NOTEBOOKS
+            if major in nbformat.read(p, as_version=4).metadata.get("agentscope_major", [])
+        }
+        assert runs == {"quickstart", "replay", "long_term_memory"}, (major, runs)
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: name(p))
 def test_notebook_outputs_are_cleared_in_git(path: Path) -> None:
     book = nbformat.read(path, as_version=4)
     assert all(
@@ -26,7 +47,7 @@ def test_notebook_outputs_are_cleared_in_git(path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: name(p))
 def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     book = nbformat.read(path, as_version=4)
     client = NotebookClient(
