@@ -115,14 +115,14 @@ def _claude_script(records: list[Any]) -> _Script:
     script = _Script("You are Claude Code, a coding agent working in the user's repository.", [])
     for record in records:
         if record.role == "user":
-            text = "\n".join(b["text"] for b in record.content if b["type"] == "text")
+            text = "\n".join(b["text"] for b in record.blocks() if b["type"] == "text")
             script.turns.append((text, []))
             script.originals.append(text)
         elif record.role == "assistant" and script.turns:
-            script.turns[-1][1].append(record.content)
-            script.originals += [b["text"] for b in record.content if b["type"] == "text"]
+            script.turns[-1][1].append(record.blocks())
+            script.originals += [b["text"] for b in record.blocks() if b["type"] == "text"]
         elif record.role == "system" and script.turns:
-            for block in record.content:
+            for block in record.blocks():
                 output = block["output"]
                 if not isinstance(output, str):
                     output = "\n".join(b["text"] for b in output if b.get("type") == "text")
