@@ -92,3 +92,34 @@ async def test_search_finds_quoted_arguments_and_offloaded_outputs(workspace: Pa
     assert text(await search_dialog('<pre><code class="language-json">')).startswith("1 message")
     found = text(await search_dialog("checksum mismatch at block 77"))
     assert found.startswith("1 message") and path in found
+
+
+async def test_the_dialog_tools_join_the_prompt_once_there_is_a_dialog(workspace: Path) -> None:
+    """On 1.x as on 2.x: read_dialog and search_dialog are offered once a dialog exists."""
+    from agentscope.formatter import DashScopeChatFormatter
+
+    from agentscope_context_ext import enable_context_management
+
+    from agent_harness import is_agent_call, make_agent, scripted_session, session_plan
+
+    def names(call) -> set[str]:
+        return {t["function"]["name"] for t in call.tools or []}
+
+    model = scripted_session(session_plan(10, [30, 60]))
+    agent = make_agent(model, DashScopeChatFormatter())
+    config = {"workspace": str(workspace), "max_input_tokens": 16384, "notices": False}
+    manager = enable_context_management(agent, {**config, "long_term_memory": {"enabled": False}})
+    await agent(Msg("user", "collect the documents", "user"))
+    assert manager.stats.compactions >= 1
+    shown = ["read_dialog" in names(call) for call in model.calls if is_agent_call(call)]
+    first = shown.index(True)
+    assert first > 0 and all(shown[first:]) and not any(shown[:first])
+    assert "read_file" in names(next(c for c in model.calls if is_agent_call(c)))
+    # the registered tools are all there; the count uses what the model is shown
+    assert {"read_dialog", "search_dialog"} <= set(agent.toolkit.tools)
+    # a fresh agent on this workspace offers them at once: there is a dialog to read
+    again = scripted_session([])
+    fresh = make_agent(again, DashScopeChatFormatter())
+    enable_context_management(fresh, {**config, "long_term_memory": {"enabled": False}})
+    await fresh(Msg("user", "what did we do?", "user"))
+    assert "read_dialog" in names(again.calls[0])

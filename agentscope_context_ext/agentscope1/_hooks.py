@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import WorkspaceWriteError
@@ -34,6 +35,8 @@ class PipelineHooks:
         stats (`ContextStats`): Where the time spent in the hooks is added up.
         memory (`ContextMemory`): The agent's memory.
         long_term (`LongTermMemoryService | None`): Long-term memory, if on.
+        offer_tools (`Callable | None`): The tool schemas the model is shown, from the
+            toolkit's (``ManagerBase.offered_tools``).
     """
 
     def __init__(
@@ -43,8 +46,10 @@ class PipelineHooks:
         stats: ContextStats,
         memory: ContextMemory,
         long_term: LongTermMemoryService | None,
+        offer_tools: Callable[[list[dict]], list[dict]] | None = None,
     ) -> None:
         self.agent = agent
+        self.offer_tools = offer_tools
         self.pipeline = pipeline
         self.stats = stats
         self.memory = memory
@@ -97,5 +102,6 @@ class PipelineHooks:
             return ""
 
     def tool_schemas(self) -> list[dict]:
-        """The agent's tool schemas now."""
-        return self.agent.toolkit.get_json_schemas()
+        """The tool schemas the model is shown now."""
+        schemas = self.agent.toolkit.get_json_schemas()
+        return self.offer_tools(schemas) if self.offer_tools is not None else schemas

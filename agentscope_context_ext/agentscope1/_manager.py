@@ -135,7 +135,12 @@ class ContextManager(ManagerBase):
             if self.long_term_service.summarizer is not None:
                 self.pipeline.parts.compaction.on_compacted = self.long_term_service.on_compacted
         self.hooks = PipelineHooks(
-            agent, self.pipeline, self.bus.stats, self.memory, self.long_term_service
+            agent,
+            self.pipeline,
+            self.bus.stats,
+            self.memory,
+            self.long_term_service,
+            self.offered_tools,
         )
         self._attach()
 
@@ -151,7 +156,9 @@ class ContextManager(ManagerBase):
                 "two compactions would fight over the same messages"
             )
             attachment.set_attribute("compression_config", None)
-        attachment.set_attribute("model", UsageTap(agent.model, self.record_usage))
+        attachment.set_attribute(
+            "model", UsageTap(agent.model, self.record_usage, self.offered_tools)
+        )
         if config.tools.read_file:
             attachment.register_tool(
                 make_read_file_tool(

@@ -1,7 +1,8 @@
 """Listening to the provider's own token count (SPEC 5.1).
 
 ``UsageTap`` wraps the agent's chat model and reports ``ChatResponse.usage.input_tokens`` of
-every call (streamed or not) to a callback; the manager compares it with its own count
+every call (streamed or not) to a callback, and passes on the tool schemas the manager offers
+(the dialog tools once there is a dialog, as 2.x's ``on_model_call`` does); the manager compares it with its own count
 (``stats.token_count_error``) and, with ``calibrate_with_usage``, shifts its budget by the gap.
 AgentScope 1.x keeps no usage where a hook could read it, so wrapping the model is the only way
 to see it; the wrapper is a proper ``ChatModelBase`` whose ``model_name`` and ``stream`` are the
@@ -37,17 +38,27 @@ class UsageTap(ChatModelBase):
         inner (`ChatModelBase`): The real model.
         on_usage (`Callable[[int], Any]`): Called (and awaited, if async) with
             ``usage.input_tokens`` of each response.
+        offer_tools (`Callable[[list[dict]], list[dict]] | None`): The tool schemas the model
+            is shown, from those the agent passes (``ManagerBase.offered_tools``).
     """
 
-    def __init__(self, inner: ChatModelBase, on_usage: Callable[[int], Any]) -> None:
+    def __init__(
+        self,
+        inner: ChatModelBase,
+        on_usage: Callable[[int], Any],
+        offer_tools: Callable[[list[dict]], list[dict]] | None = None,
+    ) -> None:
         self.inner = inner
         self._on_usage = on_usage
+        self._offer_tools = offer_tools
         super().__init__(model_name=inner.model_name, stream=inner.stream)
 
     model_name = _forwarded("model_name")
     stream = _forwarded("stream")
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._offer_tools is not None and isinstance(kwargs.get("tools"), list):
+            kwargs["tools"] = self._offer_tools(kwargs["tools"])
         response = await self.inner(*args, **kwargs)
         if inspect.isasyncgen(response):
             return self._relay(response)
