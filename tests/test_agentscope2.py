@@ -5,18 +5,25 @@ Collected only when AgentScope 2.x is installed (see conftest.py)."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import errno
 import json
 from pathlib import Path
 
 import pytest
 from agentscope.agent import Agent, ReActConfig
-from agentscope.message import ToolResultBlock, UserMsg
+from agentscope.message import Base64Source, DataBlock, TextBlock, ToolResultBlock, UserMsg
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, Toolkit
 
 import agentscope_context_ext as ace
-from agentscope_context_ext import ContextExtError, ContextMiddleware, enable_context_management
+from agentscope_context_ext import (
+    ContextExtError,
+    ContextMiddleware,
+    WorkspaceError,
+    enable_context_management,
+)
 from agentscope_context_ext.core.truncation import split_notice
 from agentscope_context_ext.replay import prompt_pair_violations
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
@@ -411,3 +418,134 @@ def test_a_studio_url_on_2x_is_a_one_line_error(tmp_path, capsys):
     code = main(["demo", "--studio-url", "http://127.0.0.1:9", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "has no Studio connection" in err and "\n" not in err
+
+
+def zip_message(payload: bytes) -> UserMsg:
+    """A user message with a file the scripted model's formatter does not take (a zip)."""
+    return UserMsg(
+        "user",
+        [
+            TextBlock(text="unpack this"),
+            DataBlock(
+                name="bundle.zip",
+                source=Base64Source(
+                    data=base64.b64encode(payload).decode(), media_type="application/zip"
+                ),
+            ),
+        ],
+    )
+
+
+@pytest.mark.parametrize("backend", ["local", "redis"])
+async def test_an_input_file_the_model_cannot_take_is_saved_on_either_backend(
+    tmp_path, request, backend
+):
+    payload = bytes(range(256)) * 64
+    workspace = tmp_path if backend == "local" else request.getfixturevalue("redis_url")
+    model = ScriptedChatModel(["done"])
+    context = ContextMiddleware(config(workspace))
+    agent = make_agent(model, [context], offloader=context.offloader)
+    await agent.reply(zip_message(payload))
+    first = agent.state.context[0]
+    hint = "".join(b.text for b in first.content if isinstance(b, TextBlock))
+    # 2.x replaces the block by a reminder naming where the offloader saved it ...
+    assert "named 'bundle.zip' is saved into " in hint, hint
+    url = hint.split("saved into ", 1)[1].split("</system-reminder>", 1)[0].rstrip(".")
+    if backend == "local":
+        assert url.startswith("file://")
+        key = "tool_result/" + url.rsplit("/", 1)[1]
+    else:
+        assert url.startswith("redis://") and "#tool_result/" in url
+        key = url.rsplit("#", 1)[1]
+    # ... and the bytes are there, exactly
+    assert context.storage.read(key) == payload
+
+
+async def test_an_input_file_that_cannot_be_saved_stops_the_reply_and_drops_nothing(
+    tmp_path, monkeypatch
+):
+    model = ScriptedChatModel(["done"])
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(context.tool_result_store, "save_media", disk_full)
+    with pytest.raises(WorkspaceError, match=r"No space left on device.*nothing was dropped"):
+        await agent.reply(zip_message(b"PK\x03\x04 data"))
+    # the message did not enter the context with its file replaced by a 'removed' hint
+    assert not any(
+        "unsupported input file" in getattr(b, "text", "")
+        for m in agent.state.context
+        for b in m.content
+    )
+
+
+@pytest.mark.parametrize("backend", ["local", "redis"])
+async def test_max_image_num_applies_and_every_image_it_takes_out_is_saved(
+    tmp_path, request, backend
+):
+    images = [b"\x89PNG\r\n\x1a\n" + bytes([i]) * 300 for i in range(7)]
+    workspace = tmp_path if backend == "local" else request.getfixturevalue("redis_url")
+    model = ScriptedChatModel(["seen"] * 7)
+    context = ContextMiddleware(config(workspace))
+    # no offloader in the constructor: the middleware sets its own (2.x would drop the images)
+    agent = make_agent(model, [context])
+    for i, data in enumerate(images):
+        block = DataBlock(
+            name=f"shot{i}.png",
+            source=Base64Source(data=base64.b64encode(data).decode(), media_type="image/png"),
+        )
+        # the image between two texts: replaced in place, its message looks the same from
+        # outside (same first and last block)
+        content = [TextBlock(text=f"look at {i}"), block, TextBlock(text="what is it?")]
+        await agent.reply(UserMsg("user", content))
+    assert agent.offloader is context.offloader
+    kept = [b for m in agent.state.context for b in m.content if isinstance(b, DataBlock)]
+    assert len(kept) == agent.context_config.max_image_num == 5
+    reminders = [
+        b.text
+        for m in agent.state.context
+        for b in m.content
+        if isinstance(b, TextBlock) and "is offloaded into" in b.text
+    ]
+    # the two oldest went out (2.x runs the limit before its count: after the 6th and 7th
+    # image arrived), each saved byte for byte where its reminder says
+    assert len(reminders) == 2
+    for text, data, name in zip(reminders, images[:2], ("shot0.png", "shot1.png"), strict=True):
+        assert f"named '{name}'" in text
+        url = text.split("offloaded into ", 1)[1].split(", you can", 1)[0]
+        key = url.rsplit("#", 1)[1] if backend == "redis" else "tool_result/" + url.rsplit("/")[-1]
+        assert context.storage.read(key) == data
+    # the prompt the model got last holds five images, and our count saw the change
+    last = model.calls[-1].messages
+    assert sum(json.dumps(m).count("data:image/png;base64,") for m in last) == 5
+    # the scripted model reports the exact count of each prompt; ours matched it (an image
+    # replaced in place and still counted would be 1,280 tokens off)
+    assert abs(context.manager.stats.token_count_error) < 0.05
+
+
+async def test_an_image_that_cannot_be_saved_stays_in_the_context(tmp_path, monkeypatch):
+    model = ScriptedChatModel(["seen"] * 7)
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(context.tool_result_store, "save_media", disk_full)
+    for i in range(7):
+        block = DataBlock(
+            source=Base64Source(
+                data=base64.b64encode(bytes([i]) * 50).decode(), media_type="image/png"
+            )
+        )
+        await agent.reply(UserMsg("user", [TextBlock(text=f"look at {i}"), block]))
+    kept = [b for m in agent.state.context for b in m.content if isinstance(b, DataBlock)]
+    assert len(kept) == 7, "an image 2.x would have dropped without a copy is still there"
+    assert not any(
+        "removed to free up" in getattr(b, "text", "")
+        for m in agent.state.context
+        for b in m.content
+    )

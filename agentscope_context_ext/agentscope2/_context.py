@@ -275,6 +275,16 @@ class AgentStateContext:
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)
 
+    def touch_messages(self, msgs: Sequence[Msg]) -> None:
+        """Mark every segment of ``msgs`` changed (their blocks were replaced in place, which
+        the fingerprints do not see: e.g. 2.x's image limit)."""
+        wanted = {id(msg) for msg in msgs}
+        self.sync()
+        for seg_id, segment in self._segments.items():
+            if id(segment.msg) in wanted:
+                self._touched[seg_id] = self._touched.get(seg_id, 0) + 1
+        self.sync()
+
     # ---------------------------------------------------------------- counting
 
     async def count(self, msg_id: str) -> int:

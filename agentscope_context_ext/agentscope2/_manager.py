@@ -291,6 +291,11 @@ class ContextManager(ManagerBase):
         self._undo: list[Callable[[], None]] = []
         agent.context_manager = self
         self._undo.append(lambda: _delete(agent, "context_manager"))
+        if getattr(agent, "offloader", None) is None:
+            # 2.x drops what it takes out by itself (an input file the model cannot take, an
+            # image over max_image_num) unless an offloader saves it first.
+            agent.offloader = middleware.offloader
+            self._undo.append(lambda: setattr(agent, "offloader", None))
 
     # ------------------------------------------------------------ the hooks' work
 
@@ -372,6 +377,7 @@ class ContextManager(ManagerBase):
                 service.refresh()
             except Exception as exc:  # noqa: BLE001 - e.g. the workspace server is away
                 await self.bus.emit("warning", where="long_term_memory", error=repr(exc)[:300])
+        await self._limit_images()
         sys_prompt, tools = await self.prompt_parts()
         try:
             if forced:
@@ -384,6 +390,28 @@ class ContextManager(ManagerBase):
         except Exception as exc:
             logger.exception("context pipeline failed")
             await self.bus.emit("warning", where="compress_context", error=repr(exc)[:300])
+
+    async def _limit_images(self) -> None:
+        """2.x's own ``max_image_num`` step, which its compression runs first and ours
+        replaces: the oldest images over the limit leave the context, each saved by the agent's
+        offloader (ours, unless the agent has another) and replaced by 2.x's reminder naming
+        the copy. A copy that cannot be saved leaves every image where it is (2.x applies the
+        replacements only once all are saved)."""
+        limit = getattr(self.agent, "_limit_context_images", None)
+        context_config = getattr(self.agent, "context_config", None)
+        if limit is None or context_config is None or self.agent.offloader is None:
+            return  # another 2.x release, or an offloader taken away: keep every image
+        context = self.agent.state.context
+        before = [_block_ids(msg) for msg in context]
+        try:
+            await limit(context_config)
+        except OSError as exc:  # our offloader's WorkspaceError, or another offloader's
+            logger.warning("cannot save an image over max_image_num (%s); keeping it", exc)
+            await self.bus.emit("warning", where="max_image_num", error=repr(exc)[:300])
+            return
+        changed = [msg for msg, ids in zip(context, before, strict=True) if _block_ids(msg) != ids]
+        if changed:
+            self.port.touch_messages(changed)
 
     def system_prompt(self, prompt: str) -> str:
         """The system prompt with ``Memory.md`` (when long-term memory is on)."""
@@ -465,6 +493,18 @@ def _hint_text(instructions: Any) -> str | None:
     return hint if isinstance(hint, str) else output_text(hint)
 
 
+def _block_ids(msg: Any) -> tuple[int, ...]:
+    """The identity of each block of ``msg`` and of each item of its tool results' outputs
+    (what 2.x's image limit replaces in place)."""
+    ids: list[int] = []
+    for block in msg.content:
+        ids.append(id(block))
+        output = getattr(block, "output", None)
+        if isinstance(output, list):
+            ids.extend(id(item) for item in output)
+    return tuple(ids)
+
+
 def _delete(agent: Any, name: str) -> None:
     if hasattr(agent, name):
         delattr(agent, name)
@@ -479,8 +519,8 @@ def enable_context_management(
     """Turn on context management for an AgentScope 2.x ``Agent`` that already exists.
 
     Adds a :class:`ContextMiddleware` to the agent's hook lists (2.x filters its middlewares
-    once, in the constructor, so the lists are where a new one goes), sets its offloader when
-    the agent has none, and returns the manager. ``manager.detach()`` undoes it all.
+    once, in the constructor, so the lists are where a new one goes) and returns the manager
+    (which sets its offloader when the agent has none). ``manager.detach()`` undoes it all.
 
     Args:
         agent (`Agent`): The 2.x agent.
@@ -508,7 +548,4 @@ def enable_context_management(
         hooks: list = getattr(agent, attribute)
         hooks.append(middleware)
         manager.record_undo(lambda hooks=hooks: hooks.remove(middleware))
-    if getattr(agent, "offloader", None) is None:
-        agent.offloader = middleware.offloader
-        manager.record_undo(lambda: setattr(agent, "offloader", None))
     return manager

@@ -9,8 +9,10 @@ workspace as everything else, reachable by the same tools:
   are appended to ``dialog/YYYY-MM-DD.jsonl``, fsync'ed, one record per message;
 - ``offload_tool_result``: the part of a tool result 2.x split off goes to ``tool_result/``;
 - ``offload_data_block``: a base64 medium 2.x takes out of the context (``max_image_num``, an
-  input medium the model cannot take) is saved under ``tool_result/`` and comes back as a
-  ``file://`` URL block (a folder workspace) or unchanged (a Redis workspace: no local file).
+  input medium the model cannot take) is saved under ``tool_result/`` and comes back as a URL
+  block: ``file://`` for a folder workspace, the workspace URL with ``#tool_result/<name>``
+  for a Redis one. 2.x drops a medium its offloader hands back unchanged, so one that cannot
+  be saved is an error (the reply stops, nothing is dropped), never a block returned as it was.
 
 Each returns the workspace-relative path 2.x puts in its reminder, which ``read_file`` and
 ``read_dialog`` read.
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from agentscope.message import Base64Source, DataBlock, Msg, ToolResultBlock, URLSource
 
+from ..core.errors import WorkspaceError
 from ..core.workspace import DialogStore, ToolResultStore
 from ._convert import output_text
 
@@ -58,17 +61,26 @@ class ContextOffloader:
 
     async def offload_data_block(self, block: DataBlock) -> DataBlock:
         source = block.source
-        if not isinstance(source, Base64Source) or self.folder is None:
-            return block
+        if not isinstance(source, Base64Source):
+            return block  # a URL block: 2.x names its URL, nothing to save
         try:
             data = base64.b64decode(source.data, validate=True)
         except (binascii.Error, ValueError):
             data = source.data.encode("utf-8")
-        relative = self.tool_result_store.save_media(data, source.media_type)
+        try:
+            relative = self.tool_result_store.save_media(data, source.media_type)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot save a {source.media_type} block ({len(data)} bytes) that AgentScope "
+                f"takes out of the context to {self.tool_result_store.directory}: {exc}; "
+                "nothing was dropped"
+            ) from exc
+        if self.folder is not None:
+            url = (self.folder / relative).resolve().as_uri()
+        else:
+            url = f"{self.tool_result_store.storage.location}#{relative}"
         return DataBlock(
             id=block.id,
             name=block.name,
-            source=URLSource(
-                url=(self.folder / relative).resolve().as_uri(), media_type=source.media_type
-            ),
+            source=URLSource(url=url, media_type=source.media_type),
         )
