@@ -8,14 +8,16 @@ import asyncio
 import base64
 import errno
 import json
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
 from agentscope.agent import Agent, ReActConfig
+from agentscope.event import ToolResultTextDeltaEvent
 from agentscope.message import Base64Source, DataBlock, TextBlock, ToolResultBlock, UserMsg
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
-from agentscope.tool import FunctionTool, Toolkit
+from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
 import agentscope_context_ext as ace
 from agentscope_context_ext import (
@@ -549,3 +551,49 @@ async def test_an_image_that_cannot_be_saved_stays_in_the_context(tmp_path, monk
         for m in agent.state.context
         for b in m.content
     )
+
+
+async def stream_lines(n: int) -> AsyncGenerator[ToolChunk, None]:
+    """Stream numbered lines, 40 per chunk.
+
+    Args:
+        n (int): How many lines.
+    """
+    text = lines(n, "s")
+    rows = text.split("\n")
+    for start in range(0, n, 40):
+        part = "\n".join(rows[start : start + 40]) + ("\n" if start + 40 < n else "")
+        yield ToolChunk(content=[TextBlock(id="out", text=part)])
+
+
+async def shown_tool_texts(agent: Agent, msg: UserMsg) -> tuple[dict[str, str], dict[str, int]]:
+    """What a UI of ``agent.reply_stream`` shows of each tool result, and how many deltas."""
+    shown: dict[str, str] = {}
+    deltas: dict[str, int] = {}
+    async for event in agent.reply_stream(msg):
+        if isinstance(event, ToolResultTextDeltaEvent):
+            shown[event.tool_call_id] = shown.get(event.tool_call_id, "") + event.delta
+            deltas[event.tool_call_id] = deltas.get(event.tool_call_id, 0) + 1
+    return shown, deltas
+
+
+@pytest.mark.parametrize("tool", ["lines", "stream_lines"])
+@pytest.mark.parametrize("n", [30, 1500])
+async def test_the_event_stream_shows_what_the_model_gets(tmp_path, tool, n):
+    model = ScriptedChatModel([reply("reading", tool_call(tool, n=n)), "done"])
+    context = ContextMiddleware(config(tmp_path))
+    toolkit = tools()
+    await toolkit.add_tool(FunctionTool(stream_lines, permission=ALLOW))
+    agent = make_agent(model, [context], toolkit=toolkit)
+    shown, deltas = await shown_tool_texts(agent, UserMsg("user", "work"))
+    (block,) = result_blocks(agent)
+    got = output(block)
+    # a UI of the event stream shows exactly what the model got: the cut text with its notice
+    assert shown[block.id] == got
+    full = lines(n, "s" if tool == "stream_lines" else "line")
+    if n == 1500:
+        assert split_notice(got) is not None and len(got) < len(full) // 4
+        if tool == "stream_lines":  # the start still streamed, chunk by chunk
+            assert deltas[block.id] > 2
+    else:
+        assert got == full and deltas[block.id] == 1  # one chunk of 30 lines, shown as it was

@@ -16,8 +16,9 @@ A save that fails keeps the data in memory (:class:`SaveFaults`); it is reported
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import ContextConfig
 from ..errors import WorkspaceWriteError
@@ -191,6 +192,16 @@ class ContextPipeline:
         if outcome is not None:
             await self.bus.emit("tool_result_truncated", **outcome_data(outcome))
         return change
+
+    def stream_allowance(self, tool: str, tool_input: Mapping[str, Any]) -> int | None:
+        """How many UTF-8 bytes of a tool's output may be shown while it streams (as events, on
+        a console), before stage one has seen the whole: half of stage one's limit, so that what
+        was shown is the start of what the model gets (stage one keeps an output's head).
+        ``None``: show everything, the output is never cut (truncation off, an exempt tool)."""
+        if not self.config.truncation.enabled:
+            return None
+        limit = self.parts.truncator.first_limit(tool, tool_input)
+        return None if limit is None else limit // 2
 
     async def run_stage_one(self) -> None:
         """Stage one for every tool result that arrived since the last call."""

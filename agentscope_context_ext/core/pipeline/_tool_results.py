@@ -139,6 +139,15 @@ class ResultTruncator:
         cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
         return self._change(slot, cut, slot.media, 1, path, size, size)
 
+    def first_limit(self, tool: str, tool_input: Mapping[str, Any]) -> int | None:
+        """The UTF-8 size above which stage one cuts an output of ``tool`` called with
+        ``tool_input`` (``None``: never, an exempt tool). A token-dense text may be cut below
+        it (the window share is in tokens)."""
+        if tool in self.config.exempt_tools:
+            return None
+        first_limit, _ = self.config.limits_for(_source_path(tool_input))
+        return min(first_limit, self._max_result_bytes)
+
     def _stage_one_read(
         self, slot: ResultSlot, text: str, source: str, limit: int, size: int
     ) -> tuple[ResultChange | None, TruncationOutcome | None]:
