@@ -24,6 +24,7 @@ from agentscope_context_ext import (
     ContextExtError,
     ContextMiddleware,
     WorkspaceError,
+    WorkspaceWriteError,
     enable_context_management,
 )
 from agentscope_context_ext.core.truncation import split_notice
@@ -597,3 +598,30 @@ async def test_the_event_stream_shows_what_the_model_gets(tmp_path, tool, n):
             assert deltas[block.id] > 2
     else:
         assert got == full and deltas[block.id] == 1  # one chunk of 30 lines, shown as it was
+
+
+async def test_a_streamed_output_that_cannot_be_saved_is_shown_and_kept_whole(
+    tmp_path, monkeypatch
+):
+    model = ScriptedChatModel([reply("reading", tool_call("stream_lines", n=1500)), "done"])
+    context = ContextMiddleware(config(tmp_path))
+    toolkit = tools()
+    await toolkit.add_tool(FunctionTool(stream_lines, permission=ALLOW))
+    agent = make_agent(model, [context], toolkit=toolkit)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(context.tool_result_store, "save", disk_full)
+    shown: dict[str, str] = {}
+    deltas = 0
+    # the next prompt would be over the window with the output whole: refused, as designed
+    with pytest.raises(WorkspaceWriteError, match="No space left on device"):
+        async for event in agent.reply_stream(UserMsg("user", "work")):
+            if isinstance(event, ToolResultTextDeltaEvent):
+                shown[event.tool_call_id] = shown.get(event.tool_call_id, "") + event.delta
+                deltas += 1
+    (block,) = result_blocks(agent)
+    # stage one could not save the whole text, so it did not cut: the held chunks followed
+    assert output(block) == lines(1500, "s") == shown[block.id]
+    assert deltas == len(range(0, 1500, 40))
