@@ -42,10 +42,9 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import DataBlock, TextBlock
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
-from agentscope.tool import ToolChunk, ToolResponse
+from agentscope.tool import ToolResponse
 
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, ContextExtError, WorkspaceWriteError
@@ -60,6 +59,7 @@ from ._convert import DialogStore, has_text, media_of, output_text, tool_argumen
 from ._longterm import LongTermMemoryService
 from ._model import model_call, model_name, named_model
 from ._offloader import ContextOffloader
+from ._stream import shown_as_cut
 from ._tools import make_dialog_tools, make_read_file_tool
 
 __all__ = ["ContextManager", "ContextMiddleware", "enable_context_management"]
@@ -331,40 +331,12 @@ class ContextManager(ManagerBase):
         await toolkit.add_tool(tools)
         self._tools = tools
 
-    async def acting(self, tool_call: Any, items: AsyncGenerator) -> AsyncGenerator:
-        """A tool's chunks and final response, as the agent's events and context get them.
-
-        2.x turns every ``ToolChunk`` into an event (what a UI shows) and writes only the final
-        ``ToolResponse`` into the context; the toolkit yields even a plain function's result as
-        one chunk first. So chunks pass only while their text stays within the stream
-        allowance (half of stage one's limit); past it they are held, and at the end the
-        shown text is completed into exactly what the model gets (the cut text with its
-        notice), or, when stage one did not cut after all, the held chunks follow as they were.
-        """
+    def acting(self, tool_call: Any, items: AsyncGenerator) -> AsyncGenerator:
+        """A tool's chunks and final response as the agent's events and context get them:
+        stage one on the response, and chunks held past the stream allowance so that the
+        events add up to what the model gets (see ``_stream.shown_as_cut``)."""
         allowance = self.pipeline.stream_allowance(str(tool_call.name), tool_arguments(tool_call))
-        shown: list[str] = []
-        shown_bytes = 0
-        held: list[ToolChunk] = []
-        async for item in items:
-            if isinstance(item, ToolResponse):
-                response = await self.cut(tool_call, item)
-                completion, held = _completion(response, item, "".join(shown), held), []
-                for chunk in completion:
-                    yield chunk
-                yield response
-                continue
-            if allowance is None or not isinstance(item, ToolChunk):
-                yield item
-                continue
-            size = sum(len(b.text.encode("utf-8")) for b in _texts(item.content))
-            if held or shown_bytes + size > allowance:
-                held.append(item)
-                continue
-            shown_bytes += size
-            shown.extend(b.text for b in _texts(item.content))
-            yield item
-        for chunk in held:  # a tool that ended without a response: show what it gave
-            yield chunk
+        return shown_as_cut(items, allowance, lambda response: self.cut(tool_call, response))
 
     async def cut(self, tool_call: Any, response: ToolResponse) -> ToolResponse:
         """Stage one on a tool's final response, before 2.x writes it into the context."""
@@ -525,28 +497,6 @@ def _hint_text(instructions: Any) -> str | None:
         return None
     hint = getattr(instructions, "hint", instructions)
     return hint if isinstance(hint, str) else output_text(hint)
-
-
-def _texts(content: Any) -> list[Any]:
-    return [item for item in content if isinstance(item, TextBlock)]
-
-
-def _completion(
-    response: ToolResponse, original: ToolResponse, shown: str, held: list[ToolChunk]
-) -> list[ToolChunk]:
-    """What follows the chunks already shown, once the tool's response is in: the held chunks
-    as they were when stage one left the output whole, else the rest of the cut text (from
-    where it parts from what was shown: its head is what was shown) and the held media."""
-    if not held or response is original:
-        return held
-    final = output_text(response.content)
-    common = next(
-        (i for i, (a, b) in enumerate(zip(shown, final, strict=False)) if a != b),
-        min(len(shown), len(final)),
-    )
-    media = [item for chunk in held for item in chunk.content if isinstance(item, DataBlock)]
-    content: list[Any] = [TextBlock(text=final[common:])] if final[common:] else []
-    return [ToolChunk(content=[*content, *media], state=held[-1].state)] if content or media else []
 
 
 def _block_ids(msg: Any) -> tuple[int, ...]:
