@@ -567,6 +567,21 @@ async def stream_lines(n: int) -> AsyncGenerator[ToolChunk, None]:
         yield ToolChunk(content=[TextBlock(id="out", text=part)])
 
 
+def digits(n: int) -> str:
+    """n rows of single digits and commas: about a token a byte."""
+    return "".join(",".join(str((r * 7 + c) % 10) for c in range(30)) + "\n" for r in range(n))
+
+
+async def stream_digits(n: int) -> AsyncGenerator[ToolChunk, None]:
+    """Stream rows of digits, 4 per chunk.
+
+    Args:
+        n (int): How many rows.
+    """
+    for start in range(0, n, 4):
+        yield ToolChunk(content=[TextBlock(id="out", text=digits(min(n, start + 4))[start * 60 :])])
+
+
 async def shown_tool_texts(agent: Agent, msg: UserMsg) -> tuple[dict[str, str], dict[str, int]]:
     """What a UI of ``agent.reply_stream`` shows of each tool result, and how many deltas."""
     shown: dict[str, str] = {}
@@ -578,26 +593,29 @@ async def shown_tool_texts(agent: Agent, msg: UserMsg) -> tuple[dict[str, str], 
     return shown, deltas
 
 
-@pytest.mark.parametrize("tool", ["lines", "stream_lines"])
+@pytest.mark.parametrize("tool", ["lines", "stream_lines", "stream_digits"])
 @pytest.mark.parametrize("n", [30, 1500])
 async def test_the_event_stream_shows_what_the_model_gets(tmp_path, tool, n):
     model = ScriptedChatModel([reply("reading", tool_call(tool, n=n)), "done"])
     context = ContextMiddleware(config(tmp_path))
     toolkit = tools()
     await toolkit.add_tool(FunctionTool(stream_lines, permission=ALLOW))
+    await toolkit.add_tool(FunctionTool(stream_digits, permission=ALLOW))
     agent = make_agent(model, [context], toolkit=toolkit)
     shown, deltas = await shown_tool_texts(agent, UserMsg("user", "work"))
     (block,) = result_blocks(agent)
     got = output(block)
     # a UI of the event stream shows exactly what the model got: the cut text with its notice
+    # (digits are about a token a byte: stage one cuts them by tokens, far below its byte limit)
     assert shown[block.id] == got
-    full = lines(n, "s" if tool == "stream_lines" else "line")
+    full = {"lines": lines(n, "line"), "stream_lines": lines(n, "s"), "stream_digits": digits(n)}
     if n == 1500:
-        assert split_notice(got) is not None and len(got) < len(full) // 4
-        if tool == "stream_lines":  # the start still streamed, chunk by chunk
+        assert split_notice(got) is not None and len(got) < len(full[tool]) // 4
+        if tool != "lines":  # the start still streamed, chunk by chunk
             assert deltas[block.id] > 2
     else:
-        assert got == full and deltas[block.id] == 1  # one chunk of 30 lines, shown as it was
+        assert got == full[tool]
+        assert deltas[block.id] == (1 if tool != "stream_digits" else 8)  # chunks as they were
 
 
 async def test_a_streamed_output_that_cannot_be_saved_is_shown_and_kept_whole(

@@ -4,8 +4,9 @@
 ``reply_stream`` shows) and writes only the final ``ToolResponse`` into the context; the
 toolkit yields even a plain function's return value as one chunk first. Cutting only the
 response would show a UI the whole output the model never got. So chunks pass while their text
-stays within an allowance (half of stage one's limit: stage one keeps an output's head, so what
-was shown is the start of what the model gets) and are held past it; once the response is cut,
+stays within an allowance (half of stage one's byte limit and of its token budget: stage one
+keeps an output's head, so what was shown is the start of what the model gets) and are held
+past it; once the response is cut,
 the shown text is completed into exactly the cut text (its notice included), or, when stage one
 left the output whole after all, the held chunks follow as they were.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from agentscope.message import DataBlock, TextBlock
 from agentscope.tool import ToolChunk, ToolResponse
 
+from ..core.pipeline import StreamAllowance
 from ._convert import output_text
 
 __all__ = ["shown_as_cut"]
@@ -25,14 +27,13 @@ __all__ = ["shown_as_cut"]
 
 async def shown_as_cut(
     items: AsyncGenerator,
-    allowance: int | None,
+    allowance: StreamAllowance | None,
     cut: Callable[[ToolResponse], Awaitable[ToolResponse]],
 ) -> AsyncGenerator:
     """``items`` (a tool's chunks, then its response) with the response cut by ``cut`` and
-    the chunks held past ``allowance`` UTF-8 bytes of text (``None``: all pass, the output is
-    never cut), so that the chunks' texts add up to the cut response's text."""
+    the chunks held once ``allowance`` takes no more of their text (``None``: all pass, the
+    output is never cut), so that the chunks' texts add up to the cut response's text."""
     shown: list[str] = []
-    shown_bytes = 0
     held: list[ToolChunk] = []
     async for item in items:
         if isinstance(item, ToolResponse):
@@ -45,12 +46,11 @@ async def shown_as_cut(
         if allowance is None or not isinstance(item, ToolChunk):
             yield item
             continue
-        size = sum(len(block.text.encode("utf-8")) for block in _texts(item.content))
-        if held or shown_bytes + size > allowance:
+        text = "".join(block.text for block in _texts(item.content))
+        if held or not allowance.take(text):
             held.append(item)
             continue
-        shown_bytes += size
-        shown.extend(block.text for block in _texts(item.content))
+        shown.append(text)
         yield item
     for chunk in held:  # a tool that ended without a response: show what it gave
         yield chunk

@@ -11,7 +11,7 @@ from ._pipeline import ContextPipeline, PipelineParts, PromptCount, build_pipeli
 from ._port import ContextPort, SavedText
 from ._slots import ResultChange, ResultSlot, TruncationOutcome, outcome_data
 from ._stage_two import StageTwo
-from ._tool_results import ResultTruncator
+from ._tool_results import ResultTruncator, StreamAllowance
 
 __all__ = [
     "SUMMARY_FILE",
@@ -33,6 +33,7 @@ __all__ = [
     "SaveFaults",
     "SavedText",
     "StageTwo",
+    "StreamAllowance",
     "TruncationOutcome",
     "build_pipeline",
     "choose_cut",

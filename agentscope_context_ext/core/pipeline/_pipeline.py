@@ -32,7 +32,7 @@ from ._faults import SaveFaults
 from ._port import ContextPort
 from ._slots import ResultChange, ResultSlot, outcome_data
 from ._stage_two import StageTwo
-from ._tool_results import ResultTruncator
+from ._tool_results import ResultTruncator, StreamAllowance
 
 __all__ = ["ContextPipeline", "PipelineParts", "PromptCount", "build_pipeline"]
 
@@ -193,15 +193,14 @@ class ContextPipeline:
             await self.bus.emit("tool_result_truncated", **outcome_data(outcome))
         return change
 
-    def stream_allowance(self, tool: str, tool_input: Mapping[str, Any]) -> int | None:
-        """How many UTF-8 bytes of a tool's output may be shown while it streams (as events, on
-        a console), before stage one has seen the whole: half of stage one's limit, so that what
-        was shown is the start of what the model gets (stage one keeps an output's head).
-        ``None``: show everything, the output is never cut (truncation off, an exempt tool)."""
+    def stream_allowance(self, tool: str, tool_input: Mapping[str, Any]) -> StreamAllowance | None:
+        """What of a tool's output may be shown while it streams (as events, on a console),
+        before stage one has seen the whole (:class:`StreamAllowance`: half of stage one's
+        limits, so that what was shown is the start of what the model gets). ``None``: show
+        everything, the output is never cut (truncation off, an exempt tool)."""
         if not self.config.truncation.enabled:
             return None
-        limit = self.parts.truncator.first_limit(tool, tool_input)
-        return None if limit is None else limit // 2
+        return self.parts.truncator.stream_allowance(tool, tool_input)
 
     async def run_stage_one(self) -> None:
         """Stage one for every tool result that arrived since the last call."""

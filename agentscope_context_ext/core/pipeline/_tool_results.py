@@ -40,7 +40,7 @@ from ..workspace import ToolResultStore
 from ._faults import SaveFaults
 from ._slots import ResultChange, ResultSlot, TruncationOutcome
 
-__all__ = ["ResultTruncator"]
+__all__ = ["ResultTruncator", "StreamAllowance"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -139,14 +139,19 @@ class ResultTruncator:
         cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
         return self._change(slot, cut, slot.media, 1, path, size, size)
 
-    def first_limit(self, tool: str, tool_input: Mapping[str, Any]) -> int | None:
-        """The UTF-8 size above which stage one cuts an output of ``tool`` called with
-        ``tool_input`` (``None``: never, an exempt tool). A token-dense text may be cut below
-        it (the window share is in tokens)."""
+    def stream_allowance(self, tool: str, tool_input: Mapping[str, Any]) -> StreamAllowance | None:
+        """What of an output of ``tool`` called with ``tool_input`` may be shown while it
+        streams, before stage one has seen the whole (``None``: all of it, an exempt tool):
+        half of stage one's byte limit and half of the excerpt's token budget, so that what
+        was shown is the start of what the model gets (stage one keeps an output's head; a
+        token-dense text, digits say, is cut by the token budget well below the byte limit)."""
         if tool in self.config.exempt_tools:
             return None
         first_limit, _ = self.config.limits_for(_source_path(tool_input))
-        return min(first_limit, self._max_result_bytes)
+        excerpt_tokens = max(self.max_result_tokens - NOTICE_RESERVE_TOKENS, 1)
+        return StreamAllowance(
+            min(first_limit, self._max_result_bytes) // 2, excerpt_tokens // 2, self.counter
+        )
 
     def _stage_one_read(
         self, slot: ResultSlot, text: str, source: str, limit: int, size: int
@@ -362,3 +367,35 @@ def _read_position(tool_input: Mapping[str, Any]) -> tuple[int, int]:
     except (TypeError, ValueError, OverflowError):
         return 1, 0
     return max(start_line, 1), max(start_byte, 0)
+
+
+class StreamAllowance:
+    """The part of one streamed output that may be shown before it is whole: chunks are
+    taken while their texts stay within ``max_bytes`` UTF-8 bytes and ``max_tokens`` tokens
+    (counted chunk by chunk: the sum is never below the count of the joined text by more than
+    a token a chunk, and the halved budgets leave room for that).
+
+    Args:
+        max_bytes (`int`): UTF-8 bytes that may be shown.
+        max_tokens (`int`): Tokens that may be shown.
+        counter (`TokenCounter`): Counts a chunk's text.
+    """
+
+    def __init__(self, max_bytes: int, max_tokens: int, counter: TokenCounter) -> None:
+        self.max_bytes = max_bytes
+        self.max_tokens = max_tokens
+        self._counter = counter
+        self._bytes = 0
+        self._tokens = 0
+
+    def take(self, text: str) -> bool:
+        """Whether ``text`` (the next chunk's) still fits; if it does, it is counted as shown."""
+        size = encoded_size(text)
+        if self._bytes + size > self.max_bytes:
+            return False
+        tokens = self._counter.count_text(text) if text else 0
+        if self._tokens + tokens > self.max_tokens:
+            return False
+        self._bytes += size
+        self._tokens += tokens
+        return True
