@@ -643,3 +643,101 @@ async def test_a_streamed_output_that_cannot_be_saved_is_shown_and_kept_whole(
     # stage one could not save the whole text, so it did not cut: the held chunks followed
     assert output(block) == lines(1500, "s") == shown[block.id]
     assert deltas == len(range(0, 1500, 40))
+
+
+# ------------------------------------------------------------------ two processes, one workspace
+
+
+def _agent_process2(location: str, tag: str, steps: int) -> None:
+    """One 2.x agent in its own process: ``steps`` large tool outputs, a Memory.md fact every
+    10th step, then a compaction of everything; writes the ids of its kept messages."""
+
+    async def note(text: str) -> str:
+        """Write a note.
+
+        Args:
+            text (str): The note.
+        """
+        return f"noted {text}\n" + "detail line\n" * 1500
+
+    def respond(call: ModelCall):
+        system = call.messages[0]["content"]
+        system = system if isinstance(system, str) else system[0]["text"]
+        if "You compact the earlier part" in system:
+            return "## Goal\n- notes\n## Progress\n- many\n## Next Steps\n- more\n"
+        step = respond.count
+        respond.count += 1
+        if step >= steps:
+            return "done"
+        calls = [tool_call("note", f"{tag}-{step}", text=f"{tag}-{step}")]
+        if step % 10 == 0:
+            calls.append(
+                tool_call("memory_append", f"{tag}-m{step}", text=f"{tag} fact {step}", section="F")
+            )
+        return reply(f"{tag} step {step}", *calls)
+
+    respond.count = 0
+
+    async def main() -> None:
+        toolkit = Toolkit(tools=[FunctionTool(note, permission=ALLOW)])
+        agent = Agent(
+            name=tag,
+            system_prompt="s",
+            model=ScriptedChatModel(respond),
+            toolkit=toolkit,
+            react_config=ReActConfig(max_iters=steps + 5),
+        )
+        manager = enable_context_management(
+            agent,
+            {
+                "workspace": location,
+                "max_input_tokens": 8192,
+                "notices": False,
+                "long_term_memory": {"summarize_on_compaction": False, "consolidation_time": "off"},
+            },
+        )
+        await agent.reply(UserMsg("user", f"{tag}: take notes"))
+        await manager.compact_now()
+
+    asyncio.run(main())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "redis"])
+def test_two_agents_in_two_processes_share_a_workspace(tmp_path, request, backend):
+    import multiprocessing
+
+    from agentscope_context_ext.core.workspace import open_storage
+
+    location = str(tmp_path / "workspace")
+    if backend == "redis":
+        location = request.getfixturevalue("redis_url")
+    spawn = multiprocessing.get_context("spawn")
+    procs = [
+        spawn.Process(target=_agent_process2, args=(location, tag, 60)) for tag in ("alpha", "beta")
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(600)
+        assert proc.exitcode == 0
+    storage = open_storage(location)
+    records = [  # no interleaved partial line
+        json.loads(line)
+        for name in storage.names("dialog/")
+        if name.endswith(".jsonl")
+        for _, line in storage.lines(f"dialog/{name}")
+        if line.strip()
+    ]
+    saved = json.dumps(records)
+    outputs = [
+        (storage.read(f"tool_result/{name}") or b"").decode()
+        for name in storage.names("tool_result/")
+    ]
+    for tag in ("alpha", "beta"):
+        # every note call was compacted into dialog/, and its whole output is in tool_result/
+        assert all(f'"{tag}-{step}"' in saved for step in range(59)), tag
+        assert sum(1 for text in outputs if text.startswith(f"noted {tag}-")) == 60, tag
+    memory = (storage.read("Memory.md") or b"").decode()
+    for tag in ("alpha", "beta"):
+        assert all(f"{tag} fact {step}" in memory for step in range(0, 60, 10)), memory
