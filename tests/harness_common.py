@@ -1,9 +1,13 @@
 """Test helpers that need no AgentScope: the markers of the package's background prompts,
-deterministic tool output, and the scripted model behind the loopback model servers."""
+deterministic tool output, the scripted model behind the loopback model servers, and the
+note-taking agent the concurrency tests run in several processes."""
 
 from __future__ import annotations
 
+import multiprocessing
 import random
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from llm_servers import Reply, system_text
 
@@ -120,3 +124,43 @@ def sent_tool_texts(server) -> list[str]:
                     content = "".join(str(p.get("text", "")) for p in content)
                 texts.append(str(content))
     return texts
+
+
+def note_taker(tag: str, steps: int) -> Callable[[Any], Any]:
+    """The scripted model of a note-taking agent (``ScriptedChatModel(note_taker(...))``, on
+    either AgentScope version): ``steps`` calls of a ``note`` tool with ids ``<tag>-<step>``,
+    a Memory.md fact ``<tag> fact <step>`` every 10th step (ids ``<tag>-m<step>``), then
+    "done"; a compaction request is answered with a small summary."""
+    from agentscope_context_ext.testing import reply, tool_call
+
+    count = 0
+
+    def respond(call: Any) -> Any:
+        nonlocal count
+        system = "\n".join(
+            str(m.get("content")) for m in call.messages if m.get("role") == "system"
+        )
+        if COMPACTION_MARKER in system:
+            return "## Goal\n- notes\n## Progress\n- many\n## Next Steps\n- more\n"
+        step, count = count, count + 1
+        if step >= steps:
+            return "done"
+        calls = [tool_call("note", f"{tag}-{step}", text=f"{tag}-{step}")]
+        if step % 10 == 0:
+            fact = {"text": f"{tag} fact {step}", "section": "Facts"}
+            calls.append(tool_call("memory_append", f"{tag}-m{step}", **fact))
+        return reply(f"{tag} step {step}", *calls)
+
+    return respond
+
+
+def run_in_processes(target: Callable[..., None], args: Sequence[tuple], timeout: float) -> None:
+    """Run ``target(*a)`` for each ``a`` in its own spawned process, all at once, and fail
+    unless every one exits 0 within ``timeout`` seconds."""
+    spawn = multiprocessing.get_context("spawn")
+    procs = [spawn.Process(target=target, args=a) for a in args]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout)
+        assert proc.exitcode == 0, (target.__name__, proc.exitcode)

@@ -18,6 +18,7 @@ from agentscope.message import Base64Source, DataBlock, TextBlock, ToolResultBlo
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+from harness_common import note_taker, run_in_processes
 
 import agentscope_context_ext as ace
 from agentscope_context_ext import (
@@ -660,30 +661,12 @@ def _agent_process2(location: str, tag: str, steps: int) -> None:
         """
         return f"noted {text}\n" + "detail line\n" * 1500
 
-    def respond(call: ModelCall):
-        system = call.messages[0]["content"]
-        system = system if isinstance(system, str) else system[0]["text"]
-        if "You compact the earlier part" in system:
-            return "## Goal\n- notes\n## Progress\n- many\n## Next Steps\n- more\n"
-        step = respond.count
-        respond.count += 1
-        if step >= steps:
-            return "done"
-        calls = [tool_call("note", f"{tag}-{step}", text=f"{tag}-{step}")]
-        if step % 10 == 0:
-            calls.append(
-                tool_call("memory_append", f"{tag}-m{step}", text=f"{tag} fact {step}", section="F")
-            )
-        return reply(f"{tag} step {step}", *calls)
-
-    respond.count = 0
-
     async def main() -> None:
         toolkit = Toolkit(tools=[FunctionTool(note, permission=ALLOW)])
         agent = Agent(
             name=tag,
             system_prompt="s",
-            model=ScriptedChatModel(respond),
+            model=ScriptedChatModel(note_taker(tag, steps)),
             toolkit=toolkit,
             react_config=ReActConfig(max_iters=steps + 5),
         )
@@ -705,22 +688,12 @@ def _agent_process2(location: str, tag: str, steps: int) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "redis"])
 def test_two_agents_in_two_processes_share_a_workspace(tmp_path, request, backend):
-    import multiprocessing
-
     from agentscope_context_ext.core.workspace import open_storage
 
     location = str(tmp_path / "workspace")
     if backend == "redis":
         location = request.getfixturevalue("redis_url")
-    spawn = multiprocessing.get_context("spawn")
-    procs = [
-        spawn.Process(target=_agent_process2, args=(location, tag, 60)) for tag in ("alpha", "beta")
-    ]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(600)
-        assert proc.exitcode == 0
+    run_in_processes(_agent_process2, [(location, tag, 60) for tag in ("alpha", "beta")], 600)
     storage = open_storage(location)
     records = [  # no interleaved partial line
         json.loads(line)

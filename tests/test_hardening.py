@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import json
-import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from agentscope.agent import ReActAgent
 from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
+from harness_common import note_taker, run_in_processes
 
 from agentscope_context_ext import (
     ContextMemory,
@@ -265,8 +265,6 @@ def test_unusable_workspace_is_a_clear_error(tmp_path: Path) -> None:
 def _agent_process(workspace: str, tag: str, steps: int, ids_dir: str | None = None) -> None:
     import asyncio
 
-    from agentscope_context_ext.testing import ModelCall
-
     async def note(text: str) -> ToolResponse:
         """Write a note.
 
@@ -277,36 +275,13 @@ def _agent_process(workspace: str, tag: str, steps: int, ids_dir: str | None = N
             content=[TextBlock(type="text", text=f"noted {text}\n" + "detail line\n" * 150)]
         )
 
-    def respond(call: ModelCall) -> object:
-        system = "\n".join(
-            str(m.get("content")) for m in call.messages if m.get("role") == "system"
-        )
-        if "You compact the earlier part" in system:
-            return "## Goal\n- notes\n## Progress\n- many\n## Next Steps\n- more\n"
-        tool_results = sum(1 for m in call.messages if m.get("role") == "tool")
-        step = respond.count
-        respond.count += 1
-        if step >= steps:
-            return "done"
-        calls = [tool_call("note", f"{tag}-{step}", text=f"{tag}-{step}")]
-        if step % 10 == 0:
-            calls.append(
-                tool_call(
-                    "memory_append", f"{tag}-m{step}", text=f"{tag} fact {step}", section="Facts"
-                )
-            )
-        del tool_results
-        return reply(f"{tag} step {step}", *calls)
-
-    respond.count = 0
-
     async def main() -> None:
         toolkit = Toolkit()
         toolkit.register_tool_function(note)
         agent = ReActAgent(
             name=tag,
             sys_prompt="s",
-            model=ScriptedChatModel(respond),
+            model=ScriptedChatModel(note_taker(tag, steps)),
             formatter=DashScopeChatFormatter(),
             toolkit=toolkit,
             max_iters=steps + 5,
@@ -342,16 +317,7 @@ def _note_results(records: list[dict], tag: str) -> set[str]:
 
 @pytest.mark.slow
 def test_two_agents_in_two_processes_share_a_workspace(workspace: Path) -> None:
-    context = multiprocessing.get_context("spawn")
-    procs = [
-        context.Process(target=_agent_process, args=(str(workspace), tag, 200))
-        for tag in ("alpha", "beta")
-    ]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(600)
-        assert proc.exitcode == 0
+    run_in_processes(_agent_process, [(str(workspace), tag, 200) for tag in ("alpha", "beta")], 600)
     files = sorted((workspace / "dialog").glob("*.jsonl"))
     assert files
     lines = [line for f in files for line in f.read_bytes().split(b"\n") if line]

@@ -133,19 +133,11 @@ def test_four_agents_in_four_processes_share_one_redis(redis_url: str, tmp_path)
     (dialog log and Memory.md): no lost or torn dialog line, every fact present."""
     import json
 
+    from harness_common import run_in_processes
     from test_hardening import _agent_process, _note_results
 
     tags = ("alpha", "beta", "gamma", "delta")
-    context = multiprocessing.get_context("spawn")
-    workers = [
-        context.Process(target=_agent_process, args=(redis_url, tag, 200, str(tmp_path)))
-        for tag in tags
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(900)
-        assert worker.exitcode == 0
+    run_in_processes(_agent_process, [(redis_url, tag, 200, str(tmp_path)) for tag in tags], 900)
     dialog = DialogStore(redis_url)
     raw = [line for f in dialog.files() for _, line in dialog.storage.lines(f)]
     records = [json.loads(line) for line in raw]  # every line whole

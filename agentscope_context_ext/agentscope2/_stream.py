@@ -6,9 +6,9 @@ toolkit yields even a plain function's return value as one chunk first. Cutting 
 response would show a UI the whole output the model never got. So chunks pass while their text
 stays within an allowance (half of stage one's byte limit and of its token budget: stage one
 keeps an output's head, so what was shown is the start of what the model gets) and are held
-past it; once the response is cut,
-the shown text is completed into exactly the cut text (its notice included), or, when stage one
-left the output whole after all, the held chunks follow as they were.
+past it; once the response is cut, the shown text is completed into exactly the cut text (its
+notice included), or, when stage one left the output whole after all, the held chunks follow as
+they were.
 """
 
 from __future__ import annotations
