@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import errno
 import json
+import os
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from agentscope_context_ext import (
     enable_context_management,
 )
 from agentscope_context_ext.core.truncation import split_notice
+from agentscope_context_ext.core.workspace import DialogStore
 from agentscope_context_ext.replay import prompt_pair_violations
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
 
@@ -312,6 +315,152 @@ async def test_a_saved_state_loads_into_a_fresh_agent_with_its_summary(tmp_path)
     assert (await manager.count()).total == count
     await fresh.reply(UserMsg("user", "continue"))
     assert agent.state.summary in fresh_model.calls[0].text
+
+
+# ------------------------------------------------------------------ faults of the workspace
+# The 1.x fault tests (test_faults.py, test_pipeline.py) on a real 2.x agent: a disk that fills
+# up, a dialog that cannot be written, a crash between the dialog write and the context update,
+# and the TTL cleanup. Disk full is simulated by making the write calls fail.
+
+
+def disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def steps_then(n: int, rows: int) -> tuple[ScriptedChatModel, list]:
+    """A model that runs ``n`` tool steps of growing outputs, then answers "All done." (and
+    then whatever is appended to the returned queue); the summary call (no tools) gets a
+    short summary."""
+    queue = [
+        reply(f"step {i}", tool_call("lines", n=rows + 100 * i, tag=f"t{i}")) for i in range(n)
+    ]
+    queue.append("All done.")
+    model = ScriptedChatModel(lambda call: "Summary." if not call.tools else queue.pop(0))
+    return model, queue
+
+
+def result_ids(messages) -> list[str]:
+    return [b.id for m in messages for b in m.content if isinstance(b, ToolResultBlock)]
+
+
+async def test_a_full_disk_never_sends_a_prompt_over_the_window(tmp_path, monkeypatch):
+    model, _ = steps_then(14, 400)
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+    manager = context.bind(agent)
+    events = []
+    manager.subscribe(events.append)
+    monkeypatch.setattr(ace.ToolResultStore, "save", disk_full)
+    monkeypatch.setattr(DialogStore, "append", disk_full)
+
+    with pytest.raises(WorkspaceWriteError, match="No space left on device") as raised:
+        await agent.reply(UserMsg("user", "work"))
+    assert raised.value.tokens > raised.value.max_input_tokens == 16384
+    assert all(model.counter.count_formatted(c.messages, c.tools) <= 16384 for c in model.calls)
+    assert all(c.tools for c in model.calls), "no summary made for nothing"
+    types = [event.type for event in events]
+    assert types.count("error") == 1 and "save_failed" in types
+    # every result is in the context, whole, and paired with its call
+    blocks = result_blocks(agent)
+    assert blocks and not any(split_notice(output(b)) for b in blocks)
+    assert [output(b) for b in blocks] == [
+        lines(400 + 100 * i, f"t{i}") for i in range(len(blocks))
+    ]
+    assert violations(model) == 0
+
+    # Space again: the same agent saves what it kept, compacts and finishes the work.
+    monkeypatch.undo()
+    final = await agent.reply(UserMsg("user", "go on"))
+    assert final.get_text_content() == "All done."
+    assert manager.stats.truncations == 14 and manager.stats.compactions >= 1
+    assert all(model.counter.count_formatted(c.messages, c.tools) <= 16384 for c in model.calls)
+    assert violations(model) == 0
+    kept = set(result_ids(agent.state.context))
+    saved = set(result_ids(r.msg for r in context.dialog_store.iter_records()))
+    assert len(kept | saved) == 14, "every step's result is in the context or in dialog/"
+
+
+async def test_a_failing_dialog_write_costs_no_summary_call_and_writes_nothing(
+    tmp_path, monkeypatch
+):
+    model, _ = steps_then(10, 400)
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+    manager = context.bind(agent)
+    monkeypatch.setattr(DialogStore, "append", disk_full)
+    with contextlib.suppress(WorkspaceWriteError):  # whether the prompt reaches the window
+        await agent.reply(UserMsg("user", "work"))  # depends on the plan
+    assert manager.stats.counts["compaction_failed"] >= 1
+    assert manager.stats.compactions == 0
+    assert all(c.tools for c in model.calls), "the dialog is written before the summary is asked"
+    assert not list((tmp_path / "dialog").glob("*.jsonl")), "nothing half-written"
+    assert len(result_ids(agent.state.context)) == manager.stats.truncations == 10
+
+
+async def test_a_crash_between_the_dialog_write_and_the_context_update_loses_nothing(tmp_path):
+    model, _ = steps_then(14, 400)
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+    manager = context.bind(agent)
+    saved: dict[str, str] = {}
+
+    class Crash(BaseException):
+        pass
+
+    async def snapshot_then_crash(event):
+        # Persist the agent's state the moment the dialog is written, then die before the
+        # summary and the context are updated: what a power cut at that point leaves behind.
+        if event.type == "dialog_saved" and not saved:
+            saved["state"] = agent.state.model_dump_json()
+            raise Crash()
+
+    manager.bus._listeners.append(snapshot_then_crash)
+    with pytest.raises(Crash):
+        await agent.reply(UserMsg("user", "work"))
+
+    state = AgentState.model_validate_json(saved["state"])
+    before = set(result_ids(state.context))
+    on_disk = set(result_ids(r.msg for r in context.dialog_store.iter_records()))
+    assert on_disk and on_disk <= before, "the crash left the saved steps in both places"
+    lines_before = sum(1 for p in (tmp_path / "dialog").glob("*.jsonl") for _ in p.open())
+
+    fresh = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [fresh], offloader=fresh.offloader, state=state)
+    await agent.reply(UserMsg("user", "continue"))  # compaction writes the same parts again
+    lines_after = sum(1 for p in (tmp_path / "dialog").glob("*.jsonl") for _ in p.open())
+    records = list(fresh.dialog_store.iter_records())
+    ids = [r.msg.id for r in records]
+    assert lines_after > lines_before and len(ids) == len(set(ids)), "duplicates ignored on read"
+    saved_results = result_ids(r.msg for r in records)
+    assert len(saved_results) == len(set(saved_results))
+    everything = set(saved_results) | set(result_ids(agent.state.context))
+    assert before <= everything and len(everything) == 14
+    assert violations(model) == 0
+
+
+async def test_cleanup_keeps_what_the_context_still_names(tmp_path):
+    """The TTL cleanup never deletes a saved result that the context or the summary names; one
+    that only a saved dialog line names expires, and read_file says so."""
+    model, queue = steps_then(20, 400)
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+    manager = context.bind(agent)
+    await agent.reply(UserMsg("user", "work"))
+    assert manager.stats.compactions >= 1
+    saved = {f"tool_result/{p.name}" for p in (tmp_path / "tool_result").iterdir()}
+    named = manager.pipeline.referenced_results()
+    assert named and named < saved, "some results are named only by dialog lines"
+    for path in saved:  # everything is past its TTL
+        os.utime(tmp_path / path, (1, 1))
+    removed = await manager.pipeline.cleanup()
+    assert set(removed) == saved - named
+    assert all((tmp_path / path).is_file() for path in named)
+    # the agent reads an expired one: a clear answer, not an exception
+    gone = sorted(removed)[0]
+    queue += [reply("look", tool_call("read_file", file_path=gone)), "ok"]
+    await agent.reply(UserMsg("user", "read it"))
+    answer = output(result_blocks(agent)[-1])
+    assert answer.startswith("Error: ") and "has expired" in answer
 
 
 async def test_a_summary_written_by_2x_itself_is_kept_and_saved_when_compacted(tmp_path):
