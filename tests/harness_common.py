@@ -5,8 +5,10 @@ note-taking agent the concurrency tests run in several processes."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import random
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from llm_servers import Reply, system_text
@@ -164,3 +166,18 @@ def run_in_processes(target: Callable[..., None], args: Sequence[tuple], timeout
     for proc in procs:
         proc.join(timeout)
         assert proc.exitcode == 0, (target.__name__, proc.exitcode)
+
+
+async def expire_everything_and_clean(manager: Any, workspace: Path) -> set[str]:
+    """Age every saved result past its TTL and run the cleanup; check that it removed exactly
+    the results nothing live names (the context and the summary keep theirs, a name on a saved
+    dialog line alone does not). Returns the removed paths; ``manager`` is either version's."""
+    saved = {f"tool_result/{p.name}" for p in (workspace / "tool_result").iterdir()}
+    named = manager.pipeline.referenced_results()
+    assert named and named < saved, "some results are named only by dialog lines"
+    for path in saved:
+        os.utime(workspace / path, (1, 1))
+    removed = set(await manager.pipeline.cleanup())
+    assert removed == saved - named
+    assert all((workspace / path).is_file() for path in named)
+    return removed

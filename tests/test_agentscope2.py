@@ -9,7 +9,6 @@ import base64
 import contextlib
 import errno
 import json
-import os
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from agentscope.message import Base64Source, DataBlock, TextBlock, ToolResultBlo
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
-from harness_common import note_taker, run_in_processes
+from harness_common import expire_everything_and_clean, note_taker, run_in_processes
 
 import agentscope_context_ext as ace
 from agentscope_context_ext import (
@@ -447,14 +446,7 @@ async def test_cleanup_keeps_what_the_context_still_names(tmp_path):
     manager = context.bind(agent)
     await agent.reply(UserMsg("user", "work"))
     assert manager.stats.compactions >= 1
-    saved = {f"tool_result/{p.name}" for p in (tmp_path / "tool_result").iterdir()}
-    named = manager.pipeline.referenced_results()
-    assert named and named < saved, "some results are named only by dialog lines"
-    for path in saved:  # everything is past its TTL
-        os.utime(tmp_path / path, (1, 1))
-    removed = await manager.pipeline.cleanup()
-    assert set(removed) == saved - named
-    assert all((tmp_path / path).is_file() for path in named)
+    removed = await expire_everything_and_clean(manager, tmp_path)
     # the agent reads an expired one: a clear answer, not an exception
     gone = sorted(removed)[0]
     queue += [reply("look", tool_call("read_file", file_path=gone)), "ok"]

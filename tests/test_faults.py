@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
+from harness_common import expire_everything_and_clean
 
 from agentscope_context_ext import (
     ToolResultStore,
@@ -134,14 +135,7 @@ async def test_cleanup_keeps_what_the_context_still_names(workspace: Path) -> No
     )
     await agent(Msg("user", "fetch the documents", "user"))
     assert manager.stats.compactions >= 1
-    saved = {f"tool_result/{p.name}" for p in (workspace / "tool_result").iterdir()}
-    named = manager.pipeline.referenced_results()
-    assert named and named < saved, "some results are named only by dialog lines"
-    for path in saved:  # everything is past its TTL
-        os.utime(workspace / path, (1, 1))
-    removed = await manager.pipeline.cleanup()
-    assert set(removed) == saved - named
-    assert all((workspace / path).is_file() for path in named)
+    removed = await expire_everything_and_clean(manager, workspace)
     read_file = agent.toolkit.tools["read_file"].original_func
     answer = (await read_file(file_path=sorted(removed)[0])).content[0]["text"]
     assert answer.startswith("Error: ") and "has expired" in answer
