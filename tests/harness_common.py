@@ -4,6 +4,7 @@ note-taking agent the concurrency tests run in several processes."""
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import random
@@ -166,6 +167,11 @@ def run_in_processes(target: Callable[..., None], args: Sequence[tuple], timeout
     for proc in procs:
         proc.join(timeout)
         assert proc.exitcode == 0, (target.__name__, proc.exitcode)
+
+
+def disk_full(*args: Any, **kwargs: Any) -> None:
+    """Stands in for a write call (monkeypatched) on a disk with no space left."""
+    raise OSError(errno.ENOSPC, "No space left on device")
 
 
 async def expire_everything_and_clean(manager: Any, workspace: Path) -> set[str]:

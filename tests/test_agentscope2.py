@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import errno
 import json
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -19,7 +18,7 @@ from agentscope.message import Base64Source, DataBlock, TextBlock, ToolResultBlo
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
-from harness_common import expire_everything_and_clean, note_taker, run_in_processes
+from harness_common import disk_full, expire_everything_and_clean, note_taker, run_in_processes
 
 import agentscope_context_ext as ace
 from agentscope_context_ext import (
@@ -319,11 +318,7 @@ async def test_a_saved_state_loads_into_a_fresh_agent_with_its_summary(tmp_path)
 # ------------------------------------------------------------------ faults of the workspace
 # The 1.x fault tests (test_faults.py, test_pipeline.py) on a real 2.x agent: a disk that fills
 # up, a dialog that cannot be written, a crash between the dialog write and the context update,
-# and the TTL cleanup. Disk full is simulated by making the write calls fail.
-
-
-def disk_full(*args, **kwargs):
-    raise OSError(errno.ENOSPC, "No space left on device")
+# and the TTL cleanup. Disk full is simulated by making the write calls fail (``disk_full``).
 
 
 def steps_then(n: int, rows: int) -> tuple[ScriptedChatModel, list]:
@@ -613,9 +608,6 @@ async def test_an_input_file_that_cannot_be_saved_stops_the_reply_and_drops_noth
     context = ContextMiddleware(config(tmp_path))
     agent = make_agent(model, [context], offloader=context.offloader)
 
-    def disk_full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
     monkeypatch.setattr(context.tool_result_store, "save_media", disk_full)
     with pytest.raises(WorkspaceError, match=r"No space left on device.*nothing was dropped"):
         await agent.reply(zip_message(b"PK\x03\x04 data"))
@@ -675,9 +667,6 @@ async def test_an_image_that_cannot_be_saved_stays_in_the_context(tmp_path, monk
     model = ScriptedChatModel(["seen"] * 7)
     context = ContextMiddleware(config(tmp_path))
     agent = make_agent(model, [context], offloader=context.offloader)
-
-    def disk_full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(context.tool_result_store, "save_media", disk_full)
     for i in range(7):
@@ -768,9 +757,6 @@ async def test_a_streamed_output_that_cannot_be_saved_is_shown_and_kept_whole(
     toolkit = tools()
     await toolkit.add_tool(FunctionTool(stream_lines, permission=ALLOW))
     agent = make_agent(model, [context], toolkit=toolkit)
-
-    def disk_full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(context.tool_result_store, "save", disk_full)
     shown: dict[str, str] = {}

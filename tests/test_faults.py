@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
-from harness_common import expire_everything_and_clean
+from harness_common import disk_full, expire_everything_and_clean
 
 from agentscope_context_ext import (
     ToolResultStore,
@@ -37,10 +37,6 @@ from agent_harness import (
 )
 
 WINDOW = 16384
-
-
-def _disk_full(*args, **kwargs):
-    raise OSError(errno.ENOSPC, "No space left on device")
 
 
 def _prompt_tokens(call: ModelCall) -> int:
@@ -83,8 +79,8 @@ async def test_a_full_disk_never_sends_a_prompt_over_the_window(
     )
     events = []
     manager.subscribe(events.append)
-    monkeypatch.setattr(ToolResultStore, "save", _disk_full)
-    monkeypatch.setattr(DialogStore, "append", _disk_full)
+    monkeypatch.setattr(ToolResultStore, "save", disk_full)
+    monkeypatch.setattr(DialogStore, "append", disk_full)
 
     with pytest.raises(WorkspaceWriteError, match="No space left on device") as raised:
         await agent(Msg("user", "fetch the documents", "user"))
@@ -117,7 +113,7 @@ async def test_a_failing_dialog_write_costs_no_model_call(
         agent,
         {"workspace": str(workspace), "max_input_tokens": WINDOW},
     )
-    monkeypatch.setattr(DialogStore, "append", _disk_full)
+    monkeypatch.setattr(DialogStore, "append", disk_full)
     with contextlib.suppress(WorkspaceWriteError):  # whether the prompt reaches the window
         await agent(Msg("user", "fetch the documents", "user"))  # depends on the plan
     assert manager.stats.counts["compaction_failed"] >= 1

@@ -3,7 +3,6 @@ outputs, and two processes sharing one workspace."""
 
 from __future__ import annotations
 
-import errno
 import json
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from agentscope.agent import ReActAgent
 from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import Toolkit, ToolResponse
-from harness_common import note_taker, run_in_processes
+from harness_common import disk_full, note_taker, run_in_processes
 
 from agentscope_context_ext import (
     ContextMemory,
@@ -111,9 +110,6 @@ async def test_a_fault_anywhere_keeps_the_agent_running_and_loses_nothing(
 async def test_disk_full_keeps_the_result_untruncated(
     workspace: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def disk_full(self, text):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
     monkeypatch.setattr(ToolResultStore, "save", disk_full)
     big = "x" * 100_000
 
