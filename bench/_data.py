@@ -22,6 +22,11 @@ def transcripts_dir() -> Path:
     return root
 
 
+def shared_files() -> list[Path]:
+    """Every shared transcript file (B3's list), sorted by path."""
+    return sorted(p for p in transcripts_dir().rglob("*") if p.is_file() and p.name != "LICENSE")
+
+
 def claude_code_session(name: str = "4d5611e5-241a-462a-8d15-5122611a9569.jsonl") -> list[Msg]:
     """The messages of one shared Claude Code session."""
     return load_claude_code(transcripts_dir() / "claude-code" / name)

@@ -16,7 +16,7 @@ from agentscope_context_ext import ContextConfig
 from agentscope_context_ext.replay import load_transcripts, replay_transcript
 from agentscope_context_ext.replay._report import aggregate
 
-from ._data import transcripts_dir
+from ._data import shared_files
 
 TITLE = "replay invariants on every shared transcript (32k / 128k)"
 WINDOWS = (32768, 131072)
@@ -36,10 +36,6 @@ def replay_file(
             )
             summaries.append(result.summary())
     return aggregate(summaries)
-
-
-def shared_files() -> list[Path]:
-    return sorted(p for p in transcripts_dir().rglob("*") if p.is_file() and p.name != "LICENSE")
 
 
 def run(quick: bool = False) -> dict:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from agentscope_context_ext import ContextConfig
 
-from .b3_replay_invariants import replay_file, shared_files
+from ._data import shared_files
+from .b3_replay_invariants import replay_file
 
 TITLE = "prompt-prefix stability, eager vs batched (32k window)"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from agentscope_context_ext import ContextConfig
 from agentscope_context_ext.replay import load_transcripts, replay_transcript
 
-from .b3_replay_invariants import shared_files
+from ._data import shared_files
 
 TITLE = "replay throughput: the largest shared file and the longest conversation"
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from agentscope_context_ext.compat import agentscope_major, agentscope_version
 
-from ._data import transcripts_dir
+from ._data import shared_files, transcripts_dir
 
 TITLE = "AgentScope 2.x: ours vs 2.x's own compression (tau-bench, coding transcripts)"
 TARGET = "ours at least as good on every column, strictly better on recoverability and fidelity"
@@ -126,7 +126,7 @@ def _tau_script(traj: list[dict]) -> _Script:
     return script
 
 
-def _claude_script(records: list[Any], system: str = "") -> _Script:
+def _records_script(records: list[Any], system: str = "") -> _Script:
     """A transcript's records (``replay.claude_code_records``, ``replay.load_transcripts``)
     as a script (call ids made unique: :func:`_call_ids`); Claude Code sessions carry no system
     prompt, so they get a one-line one."""
@@ -481,13 +481,10 @@ def _coding_scripts() -> list[tuple[str, _Script]]:
     """Every coding transcript of the shared data (B3's list without tau-bench)."""
     from agentscope_context_ext.replay import load_transcripts
 
-    folder = transcripts_dir()
-    paths = sorted((folder / "claude-code").glob("*.jsonl")) + sorted(
-        (folder / "swe-agent").glob("*.traj")
-    )
     return [
-        (t.name, _claude_script(t.messages, t.system_prompt))
-        for path in paths
+        (t.name, _records_script(t.messages, t.system_prompt))
+        for path in shared_files()
+        if path.parent.name != "tau-bench"
         for t in load_transcripts(path)
     ]
 
@@ -571,7 +568,7 @@ def run(quick: bool = False) -> dict:
     )
     claude: dict[str, list[dict]] = {mode: [] for mode in CLAUDE_MODES}
     for name, records, reference in _claude_sessions():
-        script = _claude_script(records)
+        script = _records_script(records)
         # Both sides at both sides' B7 windows (each one's latest single compaction).
         windows = {
             mode: asyncio.run(_latest_single_compaction(script, mode, 0.03 if quick else 0.01))
