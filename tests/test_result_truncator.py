@@ -149,7 +149,7 @@ def test_old_media_become_placeholders_with_a_saved_copy(workspace: Path) -> Non
     )
     stages = truncator(workspace)
     assert stages.stage_one(slot) == (None, None), "recent media stay"
-    assert stages.estimated_gain(slot) == 2 * 1280
+    assert stages.stage_two_preview(slot) == (True, 2 * 1280)
     change, outcome = stages.stage_two(slot)
     saved, linked = change.media
     assert isinstance(saved, str) and "saved copy: tool_result/" in saved

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,29 @@ async def test_bytes_offloaded_counts_what_stage_two_saves(workspace: Path, tmp_
     assert saved.stat().st_size >= 27 * 1024
     assert manager.stats.retruncations >= 1
     assert manager.stats.bytes_offloaded == saved.stat().st_size
+
+
+async def test_batched_stage_two_leaves_results_just_over_the_limit_until_the_batch(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A result a few bytes over ``second_max_bytes`` frees nothing when cut (the notice costs
+    more than the excerpt saves), but the cut still changes the prompt: the batched policy must
+    let it wait like any other change, not settle it at once as if there were nothing to cut.
+    Every prompt then extends the previous one byte for byte."""
+    script = [reply(f"fetch {i}", tool_call("fetch", f"f{i}", size_kb=3)) for i in range(6)]
+    script += ["Done."]
+    agent, manager = _agent(script, workspace, tmp_path)
+    model = agent.model.inner  # the scripted model inside the usage tap
+    manager.config.truncation.recent_n = 1
+    await agent(Msg("user", "Fetch six small documents.", "user"))
+
+    prompts = [(call.messages, call.tools) for call in model.calls]
+    assert len(prompts) == 7
+    for (before, tools_before), (after, tools_after) in pairwise(prompts):
+        assert tools_after == tools_before
+        assert after[: len(before)] == before, "a prompt changed what the previous one sent"
+    assert split_notice(_result_text(agent, "f0")) is None, "nothing worth cutting yet"
+    assert manager.stats.retruncations == 0
 
 
 @pytest.mark.parametrize("formatter_class", FORMATTERS)

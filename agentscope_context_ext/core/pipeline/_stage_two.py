@@ -65,16 +65,20 @@ class StageTwo:
         if not fresh and sum(self._waiting.values()) < self.config.retruncate_min_gain_tokens:
             return 0  # nothing newly old, and what waits is still not worth a change
         candidates = self._candidates(fresh)
-        gains = [self.truncator.estimated_gain(slot) for _, slot in candidates]
-        if sum(self._waiting.values()) + sum(gains) >= self.config.retruncate_min_gain_tokens:
+        previews = [self.truncator.stage_two_preview(slot) for _, slot in candidates]
+        if (
+            sum(self._waiting.values()) + sum(g for _, g in previews)
+            >= self.config.retruncate_min_gain_tokens
+        ):
             return await self._cut(old, self._candidates(old))
-        # Results with nothing to cut change no byte of the prompt: settle them now, so they
-        # are not looked at again; the others wait until the gain is worth it.
-        for (msg_id, _), gain in zip(candidates, gains, strict=True):
-            if gain:
+        # Results stage two would leave byte for byte as they are are settled now, so they are
+        # not looked at again; every other one waits for the batch, even one whose cut frees
+        # next to nothing: cutting it now would change the prompt's prefix for nothing.
+        for (msg_id, _), (changes, gain) in zip(candidates, previews, strict=True):
+            if changes:
                 self._waiting[msg_id] = self._waiting.get(msg_id, 0) + gain
-        nothing_to_cut = [c for c, gain in zip(candidates, gains, strict=True) if not gain]
-        return await self._cut([m for m in fresh if m not in self._waiting], nothing_to_cut)
+        unchanged = [c for c, (changes, _) in zip(candidates, previews, strict=True) if not changes]
+        return await self._cut([m for m in fresh if m not in self._waiting], unchanged)
 
     def _candidates(self, msg_ids: list[str]) -> list:
         """(message id, slot) of each result in ``msg_ids`` that stage two still has to see."""

@@ -48,6 +48,8 @@ PATH_ARGUMENTS = ("file_path", "path", "filepath", "filename", "file")
 _MAX_FIT_ROUNDS = 8
 NOTICE_RESERVE_TOKENS = 160
 """Tokens kept free for the truncation notice when fitting an excerpt under the window cap."""
+NOTICE_TOKENS = 80
+"""About what a truncation notice costs, taken off a cut's estimated gain."""
 MAX_EARLY_RECORDS = 1024
 """Results cut as they came out of the tool whose message has not reached the memory yet."""
 
@@ -186,9 +188,7 @@ class ResultTruncator:
         if not self.needs_stage_two(slot):
             return None, None
         state = slot.state
-        source = _source_path(slot.tool_input)
-        markdown = state["markdown"] if "markdown" in state else self.config.is_markdown(source)
-        limit = self.config.markdown_second_max_bytes if markdown else self.config.second_max_bytes
+        limit = self._stage_two_limit(slot)
         media, replaced = self._replace_media(slot)
         # A media block that could not be saved is kept, and the result looked at again later.
         done = 1 if any(isinstance(item, Media) for item in media) else 2
@@ -232,16 +232,40 @@ class ResultTruncator:
             return None, None
         return self._change(slot, new_text, media, 2, path, size, offloaded, replaced)
 
-    def estimated_gain(self, slot: ResultSlot) -> int:
-        """Tokens stage two would free from this result (media become placeholders)."""
-        text = slot.text or ""
-        size = encoded_size(text)
-        limit = self.config.second_max_bytes
-        gain = sum(1 for m in slot.media) * self.counter.media_token_cost
-        if size > limit:
-            tokens = self.counter.count_text(text)
-            gain += max(0, int(tokens * (1 - limit / size)) - 80)
-        return gain
+    def stage_two_preview(self, slot: ResultSlot) -> tuple[bool, int]:
+        """What :meth:`stage_two` would do to this result, without doing it: whether it would
+        change a byte of the prompt, and about how many tokens it would free.
+
+        The two differ: a result just over its limit is changed (excerpt and notice) and frees
+        next to nothing, which is why the batched policy waits on the first, not the second."""
+        if not self.needs_stage_two(slot):
+            return False, 0
+        media = sum(1 for item in slot.media if isinstance(item, Media))
+        changes, gain = media > 0, media * self.counter.media_token_cost
+        text = slot.text
+        if text:
+            limit = self._stage_two_limit(slot)
+            size = encoded_size(text)
+            if slot.state.get("path") and split_notice(text) is not None:
+                cut = retruncate(text, max_bytes=limit) != text
+            elif slot.state.get("source_file"):
+                cut = size > limit + RETRUNCATE_SLACK_BYTES
+            else:
+                cut = size > limit
+            if cut:
+                changes = True
+                tokens = self.counter.count_text(text)
+                gain += max(0, int(tokens * (1 - limit / size)) - NOTICE_TOKENS)
+        return changes, gain
+
+    def _stage_two_limit(self, slot: ResultSlot) -> int:
+        state = slot.state
+        markdown = (
+            state["markdown"]
+            if "markdown" in state
+            else self.config.is_markdown(_source_path(slot.tool_input))
+        )
+        return self.config.markdown_second_max_bytes if markdown else self.config.second_max_bytes
 
     # ------------------------------------------------------------------ internals
 
