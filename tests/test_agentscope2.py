@@ -143,6 +143,18 @@ async def test_stage_one_cuts_in_on_acting_and_read_file_reads_the_whole_output(
     assert violations(model) == 0
 
 
+async def test_events_can_be_subscribed_before_the_agent_first_runs(tmp_path):
+    model = ScriptedChatModel([reply("reading", tool_call("lines", n=1500)), "done"])
+    context = ContextMiddleware(config(tmp_path))
+    events: list[str] = []
+    context.subscribe(lambda event: events.append(event.type))
+    assert context.manager is None and context.stats.truncations == 0
+    agent = make_agent(model, [context], offloader=context.offloader)
+    await agent.reply(UserMsg("user", "go"))
+    assert "tool_result_truncated" in events
+    assert context.stats is context.manager.stats and context.stats.truncations == 1
+
+
 async def test_compaction_is_pair_safe_lossless_and_readable_back(tmp_path):
     steps = [reply(f"step {i}", tool_call("lines", n=400, tag=f"t{i}")) for i in range(14)]
     queue = [*steps, reply("look back", tool_call("read_dialog")), "done"]

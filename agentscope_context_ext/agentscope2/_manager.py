@@ -48,7 +48,7 @@ from agentscope.tool import ToolResponse
 
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, ContextExtError, WorkspaceWriteError
-from ..core.events import EventBus
+from ..core.events import ContextEvent, ContextStats, EventBus
 from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ManagerBase
 from ..core.pipeline import ResultSlot, build_pipeline
@@ -92,6 +92,8 @@ class ContextMiddleware(MiddlewareBase):
             by itself lands in the same workspace.
         manager (`ContextManager | None`): Stats, ``compact_now()``, ``count()``; set when the
             agent first uses the middleware (or at once by ``enable_context_management``).
+        bus (`EventBus`): The events of the agent's manager, there from the start:
+            :meth:`subscribe` and :attr:`stats` work before the agent first runs.
 
     Raises:
         `ConfigError`: The configuration is invalid (the message names the key).
@@ -117,8 +119,20 @@ class ContextMiddleware(MiddlewareBase):
             self.tool_result_store,
             self.workspace if isinstance(self.workspace, Path) else None,
         )
+        self.bus = EventBus()
         self.manager: ContextManager | None = None
         self._running: set[str] = set()
+
+    def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` (sync or async) for every event of the agent this middleware
+        manages, from its first step on (no need to wait for :attr:`manager`); returns an
+        unsubscriber."""
+        return self.bus.subscribe(callback)
+
+    @property
+    def stats(self) -> ContextStats:
+        """Totals of everything the extension did for the agent (zero before its first step)."""
+        return self.bus.stats
 
     def bind(self, agent: Any) -> ContextManager:
         """The manager of ``agent`` (created on the first call)."""
@@ -251,7 +265,7 @@ class ContextManager(ManagerBase):
         self.counter = get_token_counter(
             config.tokenizer, model_name=name, media_token_cost=config.media_token_cost
         )
-        self.bus = EventBus()
+        self.bus = middleware.bus
         self.port = AgentStateContext(agent, self.counter)
         summary_model = (
             None
