@@ -51,6 +51,11 @@ WORKSPACE = "2.x + workspace"
 ESTIMATE = "ours, bytes/4 count"
 """Ours with ``tokenizer: estimate``: the same count as every 2.0.11 model, for a comparison
 with plain 2.x that differs in nothing but the two mechanisms."""
+READ_BACK = "2.x + workspace, Read/Grep"
+"""2.x + workspace with the workspace's own ``Read`` and ``Grep`` tools in the toolkit: what a
+plain 2.x agent needs to read its offloaded context back (``Agent`` wires no tool of the
+offloader in; 2.x's app does). Tau-bench only: the coding transcripts have tools of those names.
+"""
 EXACT = "2.x, exact count"
 """Not a 2.x setting: 2.x with a model whose ``count_tokens`` is exact, to show what its
 bytes/4 estimate (every 2.0.11 model's) does to the other columns."""
@@ -256,7 +261,7 @@ async def _run(script: _Script, mode: str, workdir: Path, window: int) -> _Run:
 
     model_class = _exactly_counted() if mode == EXACT else ScriptedChatModel
     model = model_class(respond, context_size=window)
-    toolkit = Toolkit(tools=[make_tool(name) for name in outputs])
+    tools = [make_tool(name) for name in outputs]
     workspace = workdir / "ws"
     kwargs: dict[str, Any] = {}
     middleware = None
@@ -272,17 +277,23 @@ async def _run(script: _Script, mode: str, workdir: Path, window: int) -> _Run:
             }
         )
         kwargs = {"middlewares": [middleware], "offloader": middleware.offloader}
-    elif mode == WORKSPACE:
+    elif mode in (WORKSPACE, READ_BACK):
         from agentscope.workspace import LocalWorkspace
 
         offloader = LocalWorkspace(workdir=str(workspace))
         await offloader.initialize()
         kwargs = {"offloader": offloader}
+        if mode == READ_BACK:
+            readers = [t for t in await offloader.list_tools() if t.name in ("Read", "Grep")]
+            clash = {t.name for t in readers} & set(outputs)
+            if clash:
+                raise ValueError(f"{READ_BACK}: the transcript has tools named {sorted(clash)}")
+            tools += readers
     agent = Agent(
         name="agent",
         system_prompt=script.system,
         model=model,
-        toolkit=toolkit,
+        toolkit=Toolkit(tools=tools),
         context_config=ContextConfig(trigger_ratio=TRIGGER, reserve_ratio=RESERVE),
         injection_config=InjectionConfig(inject_runtime_state=False),
         react_config=ReActConfig(max_iters=1000),
@@ -463,7 +474,8 @@ def _corpus(agent: Any, workspace: Path) -> set[str]:
     return strings
 
 
-MODES = ("ours", ESTIMATE, "2.x", WORKSPACE, EXACT)
+MODES = ("ours", ESTIMATE, "2.x", WORKSPACE, READ_BACK, EXACT)
+CODING_MODES = tuple(mode for mode in MODES if mode != READ_BACK)
 COMPARED = ("2.x", WORKSPACE)
 """The 2.x settings the target compares ours with (the other rows explain the numbers)."""
 CLAUDE_MODES = ("ours", "2.x")
@@ -490,12 +502,12 @@ def _coding_scripts() -> list[tuple[str, _Script]]:
 
 
 def _workload(
-    label: str, items: list[tuple[_Script, list[str]]], window: int
+    label: str, items: list[tuple[_Script, list[str]]], window: int, modes: tuple[str, ...]
 ) -> dict[str, dict[str, int]]:
-    """Every transcript in every mode at ``window``: the counts summed per mode."""
-    totals: dict[str, dict[str, int]] = {mode: {} for mode in MODES}
+    """Every transcript in every one of ``modes`` at ``window``: the counts summed per mode."""
+    totals: dict[str, dict[str, int]] = {mode: {} for mode in modes}
     for index, (script, names) in enumerate(items):
-        for mode in MODES:
+        for mode in modes:
             with tempfile.TemporaryDirectory() as tmp:
                 row = asyncio.run(_row(script, mode, Path(tmp), window, names))
             for key, value in row.items():
@@ -558,13 +570,17 @@ def run(quick: bool = False) -> dict:
     logging.getLogger("agentscope_context_ext").setLevel(logging.ERROR)
     trajectories = _tau_trajectories(10 if quick else 40)
     tau = _workload(
-        "tau-bench", [(_tau_script(t), _tau_identifiers(t)) for t in trajectories], TAU_WINDOW
+        "tau-bench",
+        [(_tau_script(t), _tau_identifiers(t)) for t in trajectories],
+        TAU_WINDOW,
+        MODES,
     )
     coding_scripts = _coding_scripts()
     coding = _workload(
         "coding transcripts",
         [(script, _coding_identifiers(script)) for _, script in coding_scripts],
         CODING_WINDOW,
+        CODING_MODES,
     )
     claude: dict[str, list[dict]] = {mode: [] for mode in CLAUDE_MODES}
     for name, records, reference in _claude_sessions():
@@ -660,7 +676,15 @@ def table(record: dict) -> str:
 
 
 if __name__ == "__main__":
-    result = run(quick="--quick" in sys.argv)
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.b8_agentscope2", description=f"B8 - {TITLE}. Target: {TARGET}."
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="10 tau-bench trajectories, coarser B7 windows"
+    )
+    result = run(quick=parser.parse_args().quick)
     print(table(result) or result.get("skipped"))
     print(f"\ntarget: {result['target']} -> {'met' if result['target_met'] else 'NOT met'}")
     sys.exit(0 if result["target_met"] else 1)
