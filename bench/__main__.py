@@ -36,8 +36,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run these only")
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = parser.parse_args(argv)
-    # AgentScope's formatters log every skipped thinking block of the real transcripts.
-    logging.getLogger("as").setLevel(logging.ERROR)
     results: dict[str, dict] = {}
     started = time.perf_counter()
     for bench_id in args.only or sorted(BENCHMARKS):
@@ -48,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"## {bench_id}: skipped ({reason})\n", flush=True)
             continue
         module = import_module(f".{name}", __package__)
+        # AgentScope's formatters log every skipped thinking block of the real transcripts (set
+        # after the import: importing AgentScope sets up its logger).
+        logging.getLogger("as").setLevel(logging.ERROR)
         print(f"## {bench_id}: {module.TITLE}", flush=True)
         record = module.run(quick=args.quick)
         results[bench_id] = record

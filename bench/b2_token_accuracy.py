@@ -92,7 +92,8 @@ async def _measure(msgs: list[Msg], formatter_class: type) -> dict:
             },
         )
         ours = (await manager.count()).total
-        tools = agent.toolkit.get_json_schemas()
+        # The tools the model is shown: the dialog tools join once there is a dialog.
+        tools = manager.offered_tools(agent.toolkit.get_json_schemas())
         prompt = await agent.formatter.format(
             [Msg("system", SYS_PROMPT, "system"), *await agent.memory.get_memory()]
         )
