@@ -685,6 +685,9 @@ if __name__ == "__main__":
         "--quick", action="store_true", help="10 tau-bench trajectories, coarser B7 windows"
     )
     result = run(quick=parser.parse_args().quick)
-    print(table(result) or result.get("skipped"))
+    if result.get("skipped"):
+        print(f"skipped: {result['skipped']}")
+        sys.exit(0)
+    print(table(result))
     print(f"\ntarget: {result['target']} -> {'met' if result['target_met'] else 'NOT met'}")
     sys.exit(0 if result["target_met"] else 1)
