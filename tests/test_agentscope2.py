@@ -564,6 +564,28 @@ async def test_the_providers_usage_is_compared_with_our_count(tmp_path, stream):
     assert context.manager.pipeline.count.calibration != 0 or stats.token_count_error == 0
 
 
+async def test_the_usage_is_compared_with_the_prompt_that_was_sent(tmp_path):
+    from agentscope.middleware import MiddlewareBase
+
+    class GrowingPrompt(MiddlewareBase):
+        """A system prompt that differs every time it is built (a clock, a counter)."""
+
+        calls = 0
+
+        async def on_system_prompt(self, agent, current_prompt: str) -> str:
+            self.calls += 1
+            return current_prompt + "\n" + "tick " * (500 * self.calls)
+
+    model = ScriptedChatModel([reply("reading", tool_call("lines", n=20)), "done"])
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [GrowingPrompt(), context])
+    await agent.reply(UserMsg("user", "work"))
+    # ours is compared with the provider's count of the prompt it was sent, not of a system
+    # prompt built again after the call (which here has grown by 500 tokens)
+    assert context.stats.token_count_error is not None
+    assert abs(context.stats.token_count_error) < 0.05
+
+
 def test_a_studio_url_on_2x_is_a_one_line_error(tmp_path, capsys):
     from agentscope_context_ext.cli import main
 
@@ -673,6 +695,43 @@ async def test_max_image_num_applies_and_every_image_it_takes_out_is_saved(
     # the scripted model reports the exact count of each prompt; ours matched it (an image
     # replaced in place and still counted would be 1,280 tokens off)
     assert abs(context.manager.stats.token_count_error) < 0.05
+
+
+async def test_max_image_num_applies_to_images_inside_tool_results(tmp_path):
+    async def screenshots() -> AsyncGenerator[ToolChunk, None]:
+        """Take six screenshots."""
+        yield ToolChunk(
+            content=[
+                DataBlock(
+                    name=f"shot{i}.png",
+                    source=Base64Source(
+                        data=base64.b64encode(b"\x89PNG" + bytes([i]) * 200).decode(),
+                        media_type="image/png",
+                    ),
+                )
+                for i in range(6)
+            ]
+        )
+
+    model = ScriptedChatModel([reply("looking", tool_call("screenshots")), "seen", "ok"])
+    context = ContextMiddleware(config(tmp_path))
+    toolkit = Toolkit(tools=[FunctionTool(screenshots, permission=ALLOW)])
+    agent = make_agent(model, [context], toolkit=toolkit, offloader=context.offloader)
+    await agent.reply(UserMsg("user", "look"))
+    await agent.reply(UserMsg("user", "and now?"))
+    # six images in one tool result, five allowed: the oldest went out, saved, before the
+    # model saw the context again (the images sit in a tool result's output, not at the top)
+    images = [
+        item
+        for block in result_blocks(agent)
+        if isinstance(block.output, list)
+        for item in block.output
+        if isinstance(item, DataBlock)
+    ]
+    assert len(images) == agent.context_config.max_image_num == 5
+    assert "shot0.png" not in {image.name for image in images}
+    last = model.calls[-1].messages
+    assert sum(json.dumps(m).count("data:image/png;base64,") for m in last) == 5
 
 
 async def test_an_image_that_cannot_be_saved_stays_in_the_context(tmp_path, monkeypatch):

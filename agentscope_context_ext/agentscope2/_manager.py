@@ -42,6 +42,7 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
+from agentscope.message import DataBlock, HintBlock, ToolResultBlock
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
 from agentscope.tool import ToolResponse
@@ -196,9 +197,10 @@ class ContextMiddleware(MiddlewareBase):
             response = await next_handler(**input_kwargs)
         finally:
             self._running.discard("model")
+        sent = _sent_parts(input_kwargs)
         if inspect.isasyncgen(response):
-            return manager.relay_usage(response)
-        await manager.usage_seen(response)
+            return manager.relay_usage(response, sent)
+        await manager.usage_seen(response, sent)
         return response
 
     async def on_compress_context(
@@ -421,15 +423,22 @@ class ContextManager(ManagerBase):
         context_config = getattr(self.agent, "context_config", None)
         if limit is None or context_config is None or self.agent.offloader is None:
             return  # another 2.x release, or an offloader taken away: keep every image
-        context = self.agent.state.context
-        before = [_block_ids(msg) for msg in context]
+        # Only a message holding an image can change; with no more images than the limit,
+        # nothing can (every step pays this scan, not the block ids of the whole context).
+        holding = [(msg, n) for msg in self.agent.state.context if (n := _images(msg))]
+        most = getattr(context_config, "max_image_num", None)
+        if isinstance(most, int) and sum(n for _, n in holding) <= most:
+            return
+        before = [_block_ids(msg) for msg, _ in holding]
         try:
             await limit(context_config)
         except OSError as exc:  # our offloader's WorkspaceError, or another offloader's
             logger.warning("cannot save an image over max_image_num (%s); keeping it", exc)
             await self.bus.emit("warning", where="max_image_num", error=repr(exc)[:300])
             return
-        changed = [msg for msg, ids in zip(context, before, strict=True) if _block_ids(msg) != ids]
+        changed = [
+            msg for (msg, _), ids in zip(holding, before, strict=True) if _block_ids(msg) != ids
+        ]
         if changed:
             self.port.touch_messages(changed)
 
@@ -453,24 +462,27 @@ class ContextManager(ManagerBase):
         tools = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
         return sys_prompt, self.offered_tools(tools)
 
-    async def usage_seen(self, response: Any) -> None:
-        """Record the provider's input tokens of one (final) model response, if it has them."""
+    async def usage_seen(self, response: Any, sent: tuple[str, list[dict]] | None = None) -> None:
+        """Record the provider's input tokens of one (final) model response, if it has them
+        (``sent``: the call's system prompt and tools, see :func:`_sent_parts`)."""
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "input_tokens", None)
         if isinstance(tokens, int) and tokens > 0:
             try:
-                await self.record_usage(tokens)
+                await self.record_usage(tokens, sent)
             except Exception as exc:  # noqa: BLE001 - a count that fails must not fail the call
                 await self.bus.emit("warning", where="usage", error=repr(exc)[:300])
 
-    async def relay_usage(self, chunks: AsyncGenerator) -> AsyncGenerator:
+    async def relay_usage(
+        self, chunks: AsyncGenerator, sent: tuple[str, list[dict]] | None = None
+    ) -> AsyncGenerator:
         """Pass a streamed response through; the last chunk's usage is recorded."""
         last = None
         async for chunk in chunks:
             last = chunk
             yield chunk
         if last is not None:
-            await self.usage_seen(last)
+            await self.usage_seen(last, sent)
 
     # ---------------------------------------------------------------- public
 
@@ -506,11 +518,43 @@ class ContextManager(ManagerBase):
         print(text, flush=True)
 
 
+def _sent_parts(model_kwargs: dict) -> tuple[str, list[dict]] | None:
+    """The system prompt and tool schemas of a model call, as 2.x passed them (its first
+    message is the system prompt it built); None when the call does not look like that."""
+    messages = model_kwargs.get("messages")
+    if not messages or getattr(messages[0], "role", None) != "system":
+        return None
+    content = messages[0].content
+    if isinstance(content, list) and len(content) == 1:  # 2.x makes its one TextBlock
+        content = getattr(content[0], "text", None)
+    if not isinstance(content, str):
+        return None
+    return content, list(model_kwargs.get("tools") or [])
+
+
 def _hint_text(instructions: Any) -> str | None:
     if instructions is None:
         return None
     hint = getattr(instructions, "hint", instructions)
     return hint if isinstance(hint, str) else output_text(hint)
+
+
+def _images(msg: Any) -> int:
+    """How many image blocks ``msg`` holds where 2.x's image limit looks: at the top level and
+    in the list outputs of tool results and hints."""
+    count = 0
+    for block in msg.content:
+        if isinstance(block, DataBlock):
+            count += _is_image(block)
+        elif isinstance(block, ToolResultBlock) and isinstance(block.output, list):
+            count += sum(1 for item in block.output if _is_image(item))
+        elif isinstance(block, HintBlock) and isinstance(block.hint, list):
+            count += sum(1 for item in block.hint if _is_image(item))
+    return count
+
+
+def _is_image(block: Any) -> bool:
+    return isinstance(block, DataBlock) and block.source.media_type.startswith("image/")
 
 
 def _block_ids(msg: Any) -> tuple[int, ...]:

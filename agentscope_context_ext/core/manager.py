@@ -57,12 +57,15 @@ class ManagerBase(ABC):
             return schemas
         return [s for s in schemas if tool_name(s) not in DIALOG_TOOL_NAMES]
 
-    async def record_usage(self, provider_input_tokens: int) -> None:
+    async def record_usage(
+        self, provider_input_tokens: int, sent: tuple[str, list[dict]] | None = None
+    ) -> None:
         """Compare the provider's input-token count of the prompt just sent with ours
         (``stats.token_count_error``; with ``calibrate_with_usage`` the next counts shift by
-        the gap)."""
+        the gap). ``sent``: the system prompt and tool schemas of that call, where the adapter
+        sees them (else they are built again)."""
         # The prompt just sent was built from the context as it is now: count it exactly.
-        sys_prompt, tools = await self.prompt_parts()
+        sys_prompt, tools = sent if sent is not None else await self.prompt_parts()
         count = await self.pipeline.count(sys_prompt, tools)
         self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
 
