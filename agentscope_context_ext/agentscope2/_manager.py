@@ -38,7 +38,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -539,18 +539,20 @@ def _hint_text(instructions: Any) -> str | None:
     return hint if isinstance(hint, str) else output_text(hint)
 
 
-def _images(msg: Any) -> int:
-    """How many image blocks ``msg`` holds where 2.x's image limit looks: at the top level and
-    in the list outputs of tool results and hints."""
-    count = 0
+def _image_places(msg: Any) -> Iterator[list]:
+    """The block lists of ``msg`` where 2.x's image limit looks for images and replaces them
+    in place: its content, and the list outputs of its tool results and hints."""
+    yield msg.content
     for block in msg.content:
-        if isinstance(block, DataBlock):
-            count += _is_image(block)
-        elif isinstance(block, ToolResultBlock) and isinstance(block.output, list):
-            count += sum(1 for item in block.output if _is_image(item))
+        if isinstance(block, ToolResultBlock) and isinstance(block.output, list):
+            yield block.output
         elif isinstance(block, HintBlock) and isinstance(block.hint, list):
-            count += sum(1 for item in block.hint if _is_image(item))
-    return count
+            yield block.hint
+
+
+def _images(msg: Any) -> int:
+    """How many images ``msg`` holds where 2.x's image limit counts them."""
+    return sum(_is_image(item) for place in _image_places(msg) for item in place)
 
 
 def _is_image(block: Any) -> bool:
@@ -558,15 +560,9 @@ def _is_image(block: Any) -> bool:
 
 
 def _block_ids(msg: Any) -> tuple[int, ...]:
-    """The identity of each block of ``msg`` and of each item of its tool results' outputs
-    (what 2.x's image limit replaces in place)."""
-    ids: list[int] = []
-    for block in msg.content:
-        ids.append(id(block))
-        output = getattr(block, "output", None)
-        if isinstance(output, list):
-            ids.extend(id(item) for item in output)
-    return tuple(ids)
+    """The identity of every item where 2.x's image limit may replace one (a replacement in
+    place leaves the message's own fingerprint as it was)."""
+    return tuple(id(item) for place in _image_places(msg) for item in place)
 
 
 def _delete(agent: Any, name: str) -> None:
