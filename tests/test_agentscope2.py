@@ -186,6 +186,10 @@ async def test_compaction_is_pair_safe_lossless_and_readable_back(tmp_path):
     # the read_dialog call got the saved messages back
     last_result = output(result_blocks(agent)[-1])
     assert "step" in last_result
+    # search finds what the messages say (a saved full output too), never their ids or roles
+    store = context.dialog_store
+    assert store.search("t3 00399") and store.search("lines step")
+    assert store.search(records[0].record["id"]) == [] and store.search("assistant") == []
 
 
 async def test_enable_context_management_on_an_existing_agent_and_detach(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from agentscope.message import Msg
 
 from agentscope_context_ext import DialogStore
+from agentscope_context_ext.core.workspace import DialogStore as CoreDialogStore
 from agentscope_context_ext.core.workspace import dialog_date
 
 TODAY = date(2026, 12, 2)
@@ -154,6 +155,35 @@ def test_tool_blocks_are_searchable(store: DialogStore) -> None:
         ]
     )
     assert len(store.search("grep needle")) == 1
+
+
+def test_search_looks_in_what_a_message_says_never_in_its_id_role_or_timestamp(
+    store: DialogStore,
+) -> None:
+    said = [msg("first"), msg("second", role="assistant")]
+    said[0].id = "xq7m3zsearchmeid"
+    store.append(said)
+    for word in (said[0].id, "m3", "user", "assistant", "2026-12-02", "text", "tool_use"):
+        assert store.search(word) == [], word
+    assert [r.msg.content for r in store.search("second")] == ["second"]
+
+
+def test_plain_dict_records_are_searched_in_their_content_only(workspace: Path) -> None:
+    store = CoreDialogStore(workspace, today=lambda: TODAY)
+    store.append(
+        [
+            {
+                "id": "m3abc",
+                "role": "user",
+                "name": "m3",
+                "timestamp": "2026-12-02 10:00:00",
+                "content": [{"type": "text", "id": "m3x", "text": "the deploy key"}],
+            },
+            {"id": "b", "role": "assistant", "name": "bot", "content": "m3 is the model"},
+        ]
+    )
+    assert [r.record["id"] for r in store.search("m3")] == ["b"]
+    assert [r.record["id"] for r in store.search("deploy key")] == ["m3abc"]
 
 
 def test_lone_surrogates_round_trip_exactly(store: DialogStore) -> None:

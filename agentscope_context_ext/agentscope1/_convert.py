@@ -177,6 +177,9 @@ class MsgCodec:
     def decode(self, record: dict[str, Any]) -> Msg:
         return Msg.from_dict(record)
 
+    def view(self, msg: Msg) -> Message:
+        return to_view(msg)
+
 
 def as_tool(function: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[ToolResponse]]:
     """A core tool (an async function returning text) as an AgentScope 1.x tool function: same

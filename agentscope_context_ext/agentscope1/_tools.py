@@ -6,17 +6,15 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from agentscope.message import Msg
 from agentscope.tool import ToolResponse
 
 from ..core.config import TruncationConfig
 from ..core.longterm import LongTermMemory
 from ..core.longterm import make_memory_tools as core_memory_tools
-from ..core.messages import Message
 from ..core.tools import make_dialog_tools as core_dialog_tools
 from ..core.tools import make_read_file
 from ..core.workspace import DialogStore, Storage
-from ._convert import as_tool, to_view
+from ._convert import as_tool
 
 __all__ = ["make_dialog_tools", "make_memory_tools", "make_read_file_tool"]
 
@@ -44,11 +42,7 @@ def make_read_file_tool(
 
 def make_dialog_tools(store: DialogStore) -> tuple[Tool, Tool]:
     """``(read_dialog, search_dialog)`` over a dialog store of 1.x messages."""
-
-    def view(msg: Msg | dict) -> Message:
-        return to_view(msg if isinstance(msg, Msg) else Msg.from_dict(msg))
-
-    read_dialog, search_dialog = core_dialog_tools(store, view)
+    read_dialog, search_dialog = core_dialog_tools(store)
     return as_tool(read_dialog), as_tool(search_dialog)
 
 

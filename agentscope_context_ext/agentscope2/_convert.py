@@ -236,6 +236,9 @@ class MsgCodec:
         except Exception as exc:  # pydantic's ValidationError is a ValueError
             raise ValueError(str(exc)) from exc
 
+    def view(self, msg: Msg) -> Message:
+        return to_view(msg)
+
 
 class DialogStore(CoreDialogStore[Msg]):
     """The dialog store of 2.x messages (one segment per line).
@@ -249,8 +252,3 @@ class DialogStore(CoreDialogStore[Msg]):
         self, workspace: str | os.PathLike[str] | Storage, today: Callable[[], date] = date.today
     ) -> None:
         super().__init__(workspace, today, MsgCodec())
-
-
-def view_of_record(msg: Msg | dict) -> Message:
-    """The neutral view of a saved 2.x message (for ``read_dialog``/``search_dialog``)."""
-    return to_view(msg if isinstance(msg, Msg) else MsgCodec().decode(msg))

@@ -19,7 +19,6 @@ from ..core.longterm import make_memory_tools as core_memory_tools
 from ..core.tools import make_dialog_tools as core_dialog_tools
 from ..core.tools import make_read_file
 from ..core.workspace import DialogStore, Storage
-from ._convert import view_of_record
 
 __all__ = [
     "as_memory_tools",
@@ -65,7 +64,7 @@ def make_read_file_tool(
 
 def make_dialog_tools(store: DialogStore) -> tuple[FunctionTool, FunctionTool]:
     """``(read_dialog, search_dialog)`` over a dialog store of 2.x messages."""
-    read_dialog, search_dialog = core_dialog_tools(store, view_of_record)
+    read_dialog, search_dialog = core_dialog_tools(store)
     return as_tool(read_dialog), as_tool(search_dialog)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..messages import Message
 from ..rendering import render_message
 from ..workspace import DialogStore
 from ._reader import whole_number
@@ -22,15 +21,13 @@ _MAX_LIMIT = 200
 DialogTool = Callable[..., Coroutine[Any, Any, str]]
 
 
-def make_dialog_tools(
-    store: DialogStore, view: Callable[[Any], Message]
-) -> tuple[DialogTool, DialogTool]:
-    """Build ``(read_dialog, search_dialog)`` over ``store``.
+def make_dialog_tools(store: DialogStore) -> tuple[DialogTool, DialogTool]:
+    """Build ``(read_dialog, search_dialog)`` over ``store``; its codec renders the messages.
 
     Args:
         store (`DialogStore`): The dialog files.
-        view (`Callable[[Any], Message]`): The neutral view of one of the store's messages.
     """
+    view = store.codec.view
 
     async def read_dialog(
         date: str | None = None, start_line: int | None = None, limit: int = 50

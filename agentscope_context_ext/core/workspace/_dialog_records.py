@@ -12,6 +12,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..messages import Message, Text, string_values
+
 __all__ = ["DialogRecord", "DialogRef", "DictCodec", "M", "RecordCodec", "dialog_date"]
 
 _TIMESTAMP_DATE_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
@@ -30,9 +32,17 @@ class RecordCodec(Protocol[M]):
         """The message again; raises ``ValueError``/``KeyError``/``TypeError`` when invalid."""
         ...
 
+    def view(self, msg: M) -> Message:
+        """The neutral view of a decoded message: what search looks in and the tools render."""
+        ...
+
+
+_IDENTITY_KEYS = frozenset({"id", "type", "role", "timestamp", "created_at", "metadata"})
+
 
 class DictCodec:
-    """Records stay plain dicts (the default)."""
+    """Records stay plain dicts (the default). Their view is the text of every string the record
+    holds except its identity (ids, types, role, timestamps, metadata) and the speaker's name."""
 
     def encode(self, msg: Mapping[str, Any]) -> dict[str, Any]:
         return dict(msg)
@@ -41,6 +51,29 @@ class DictCodec:
         if "id" not in record:
             raise KeyError("id")
         return record
+
+    def view(self, msg: Mapping[str, Any]) -> Message:
+        texts = [
+            text
+            for key, value in msg.items()
+            if key not in _IDENTITY_KEYS and key != "name"
+            for text in string_values(_without_identity(value))
+        ]
+        return Message(
+            id=str(msg.get("id", "")),
+            role=str(msg.get("role", "")),
+            name=str(msg.get("name") or ""),
+            timestamp=str(msg.get("timestamp") or ""),
+            parts=tuple(Text(text) for text in texts),
+        )
+
+
+def _without_identity(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_identity(v) for k, v in value.items() if k not in _IDENTITY_KEYS}
+    if isinstance(value, list | tuple):
+        return [_without_identity(item) for item in value]
+    return value
 
 
 class DialogRef(BaseModel):

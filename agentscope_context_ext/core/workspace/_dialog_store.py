@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from typing import Any, Generic
 
-from ..messages import string_values
+from ..messages import Message, Text, Thinking, ToolCall, ToolResult, string_values
 from ..truncation import split_notice
 from ._dialog_records import DialogRecord, DialogRef, DictCodec, M, RecordCodec, dialog_date
 from ._storage import Storage, open_storage
@@ -186,8 +186,10 @@ class DialogStore(Generic[M]):
     def search(self, query: str, limit: int = 10) -> list[DialogRecord]:
         """Messages containing every word of ``query`` (case-insensitive), newest first.
 
-        A message is searched in every string it holds, tool arguments as written (not as
-        JSON), and in the saved full text of each of its truncated outputs."""
+        A message is searched in what it says: its text and thinking, the names and every
+        string argument (as written, not as JSON) of its tool calls, its tool outputs and the
+        saved full text of each truncated one. Never in its id, role or timestamp, which would
+        match any message by chance."""
         words = query.lower().split()
         if not words:
             raise ValueError("query must contain at least one word")
@@ -195,7 +197,7 @@ class DialogStore(Generic[M]):
             raise ValueError(f"limit must be at least 1, got {limit}")
         found = []
         for record in self.iter_records(newest_first=True):
-            texts = list(string_values(record.record))
+            texts = _said(self.codec.view(record.msg))
             haystack = "\n".join(texts).lower()
             missing = [word for word in words if word not in haystack]
             if missing:
@@ -239,6 +241,20 @@ class DialogStore(Generic[M]):
 
 
 # ---------------------------------------------------------------------- line helpers
+
+
+def _said(msg: Message) -> list[str]:
+    """What a search looks in, one string per place: the message's text and thinking, the name
+    and string arguments of each tool call, the name and output of each tool result."""
+    said: list[str] = []
+    for part in msg.parts:
+        if isinstance(part, Text | Thinking):
+            said.append(part.text)
+        elif isinstance(part, ToolCall):
+            said += [part.name, *string_values(dict(part.arguments))]
+        elif isinstance(part, ToolResult):
+            said += [part.name, part.complete_text]
+    return said
 
 
 def _encode_line(record: dict[str, Any]) -> bytes:
