@@ -192,6 +192,32 @@ async def test_compaction_is_pair_safe_lossless_and_readable_back(tmp_path):
     assert store.search(records[0].record["id"]) == [] and store.search("assistant") == []
 
 
+async def test_a_message_appended_during_a_step_is_seen_in_that_step(tmp_path):
+    """Within one step the view of the context is synced once and reused (three full scans a
+    step cost 2.x's replay ~10% of its hook time), yet a message appended meanwhile (here by an
+    event subscriber, after the compaction's own changes) shows at once."""
+    steps = [reply(f"step {i}", tool_call("lines", n=400, tag=f"t{i}")) for i in range(14)]
+    model = ScriptedChatModel(
+        lambda call: (
+            "The user asked for work." if not call.tools else steps.pop(0) if steps else "done"
+        )
+    )
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(model, [context], offloader=context.offloader)
+    seen = []
+
+    def late_note(event) -> None:
+        if event.type == "compaction_finished":
+            port = context.manager.port
+            port.message_ids()  # the step's view, synced
+            agent.state.context.append(UserMsg("user", "a late note", id=f"late-{len(seen)}"))
+            seen.append((f"late-{len(seen)}", set(port.message_ids())))
+
+    context.subscribe(late_note)
+    await agent.reply(UserMsg("user", "work"))
+    assert seen and all(any(i.startswith(f"{late}~") for i in ids) for late, ids in seen)
+
+
 async def test_enable_context_management_on_an_existing_agent_and_detach(tmp_path):
     model = ScriptedChatModel([reply("x", tool_call("lines", n=1500)), "done"])
     agent = make_agent(model)

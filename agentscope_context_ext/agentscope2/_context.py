@@ -12,9 +12,10 @@ Counting goes through the model's own formatter, one segment at a time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agentscope.message import (
@@ -81,12 +82,29 @@ class AgentStateContext:
         self._pending: list[str] = []
         self._touched: dict[str, int] = {}
         self._summary: CompactSummary | None = None
+        self._in_step = False
+        self._settled: tuple | None = None
 
     # ------------------------------------------------------------------ sync
+
+    @contextlib.contextmanager
+    def one_step(self) -> Iterator[None]:
+        """The pipeline's step before a reasoning: within it the view is brought up to date
+        with the context once, then again only after a change of ours or one that grows or
+        shrinks the context (an append while the summary call waits), not at every read. A
+        block replaced in place by someone else meanwhile is seen at the next step."""
+        self._in_step, self._settled = True, None
+        try:
+            yield
+        finally:
+            self._in_step, self._settled = False, None
 
     def sync(self) -> None:
         """Bring the view up to date with ``agent.state`` (cheap when nothing changed)."""
         state = self.agent.state
+        if self._settled is not None and self._current() and self._settled == _shape(state):
+            return
+        self._settled = None
         if not self._current():
             self._new_epoch(state)
         live: dict[str, Segment] = {}
@@ -124,6 +142,8 @@ class AgentStateContext:
         self._prints = prints
         self._segments = live
         self._order = order
+        if self._in_step:
+            self._settled = _shape(state)
 
     def _current(self) -> bool:
         """Whether the view is of the agent's present state and context list (a loaded state
@@ -209,6 +229,7 @@ class AgentStateContext:
                     continue
             kept_msgs.append(msg)
         context[:] = kept_msgs  # the agent's own list: no new epoch
+        self._settled = None
         self.sync()
 
     def drain_changes(self) -> tuple[int, set[str], set[str]]:
@@ -274,6 +295,7 @@ class AgentStateContext:
         if edited:  # an untouched segment keeps its token count
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)
+            self._settled = None
 
     def touch_messages(self, msgs: Sequence[Msg]) -> None:
         """Mark every segment of ``msgs`` changed (their blocks were replaced in place, which
@@ -283,6 +305,7 @@ class AgentStateContext:
         for seg_id, segment in self._segments.items():
             if id(segment.msg) in wanted:
                 self._touched[seg_id] = self._touched.get(seg_id, 0) + 1
+        self._settled = None
         self.sync()
 
     # ---------------------------------------------------------------- counting
@@ -331,6 +354,14 @@ class AgentStateContext:
         if segment is None:
             raise KeyError(f"no message {msg_id} in the agent's context")
         return segment
+
+
+def _shape(state: Any) -> tuple:
+    """What an append to or a removal from the context changes: its length and its last
+    message (which 2.x grows block by block)."""
+    context = state.context
+    last = context[-1] if context else None
+    return (len(context), id(last), len(last.content) if last is not None else 0)
 
 
 def _summary_text(summary: Any) -> str:

@@ -402,11 +402,12 @@ class ContextManager(ManagerBase):
         await self._limit_images()
         sys_prompt, tools = await self.prompt_parts()
         try:
-            if forced:
-                extra = _hint_text(instructions)
-                await self.pipeline.compact(sys_prompt, tools, extra, force=True)
-            else:
-                await self.pipeline.before_reasoning(sys_prompt, tools)
+            with self.port.one_step():
+                if forced:
+                    extra = _hint_text(instructions)
+                    await self.pipeline.compact(sys_prompt, tools, extra, force=True)
+                else:
+                    await self.pipeline.before_reasoning(sys_prompt, tools)
         except WorkspaceWriteError:
             raise  # the prompt would exceed the window: the caller must know
         except Exception as exc:
