@@ -218,6 +218,65 @@ async def test_a_message_appended_during_a_step_is_seen_in_that_step(tmp_path):
     assert seen and all(any(i.startswith(f"{late}~") for i in ids) for late, ids in seen)
 
 
+async def test_the_tool_schemas_are_2xs_own_after_every_kind_of_change():
+    """ToolSchemas keeps a schema while its tool's name, description and input schema are
+    unchanged (2.x deep-copies each one on every call); every change shows at once."""
+    from agentscope.tool import ToolGroup
+
+    from agentscope_context_ext.agentscope2._schemas import ToolSchemas
+
+    def spare(x: int) -> str:
+        """A spare tool.
+
+        Args:
+            x (int): A number.
+        """
+        return str(x)
+
+    toolkit = tools()
+    schemas = ToolSchemas()
+    groups: list[str] = []
+
+    async def same() -> list[dict]:
+        ours = await schemas(toolkit, groups)
+        assert ours == await toolkit.get_tool_schemas(groups)
+        return ours
+
+    first = await same()
+    assert [id(s) for s in await same()] == [id(s) for s in first], "unchanged: kept"
+    lines_tool = toolkit.tool_groups[0].tools[0]
+    lines_tool.input_schema["properties"]["n"]["description"] = "How many lines, edited in place."
+    await same()
+    lines_tool.description = "Return numbered lines (a new description)."
+    await same()
+    lines_tool.name = "numbered_lines"
+    await same()
+    lines_tool.name = "lines"
+    await toolkit.add_tool(FunctionTool(spare, permission=ALLOW))
+    await same()
+    await toolkit.add_tool(FunctionTool(spare, name="boom", permission=ALLOW))  # replaces one
+    await same()
+    toolkit.tool_groups.append(
+        ToolGroup(
+            "extra", "More tools.", tools=[FunctionTool(spare, name="more", permission=ALLOW)]
+        )
+    )
+    await same()  # the meta tool appears, its schema built from the groups
+    groups.append("extra")
+    await same()
+    toolkit.tool_groups[1].description = "More tools, described again."
+    await same()
+    await toolkit.remove_tool("lines")
+    await same()
+
+    class Filtered(Toolkit):  # a toolkit with schemas of its own is asked for them
+        async def get_tool_schemas(self, groups=None):
+            return (await super().get_tool_schemas(groups))[:1]
+
+    toolkit = Filtered(tools=tools().tool_groups[0].tools)
+    assert len(await same()) == 1
+
+
 async def test_enable_context_management_on_an_existing_agent_and_detach(tmp_path):
     model = ScriptedChatModel([reply("x", tool_call("lines", n=1500)), "done"])
     agent = make_agent(model)

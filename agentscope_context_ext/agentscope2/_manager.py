@@ -60,6 +60,7 @@ from ._convert import DialogStore, has_text, media_of, output_text, tool_argumen
 from ._longterm import LongTermMemoryService
 from ._model import model_call, model_name, named_model
 from ._offloader import ContextOffloader
+from ._schemas import ToolSchemas
 from ._stream import shown_as_cut
 from ._tools import make_dialog_tools, make_read_file_tool
 
@@ -304,6 +305,7 @@ class ContextManager(ManagerBase):
         self.detached = False
         self._tools: list[Any] = []
         self._undo: list[Callable[[], None]] = []
+        self._schemas = ToolSchemas()
         agent.context_manager = self
         self._undo.append(lambda: _delete(agent, "context_manager"))
         if getattr(agent, "offloader", None) is None:
@@ -460,7 +462,7 @@ class ContextManager(ManagerBase):
             sys_prompt = await build()
         else:
             sys_prompt = self.system_prompt(str(getattr(agent, "_system_prompt", "") or ""))
-        tools = await agent.toolkit.get_tool_schemas(agent.state.tool_context.activated_groups)
+        tools = await self._schemas(agent.toolkit, agent.state.tool_context.activated_groups)
         return sys_prompt, self.offered_tools(tools)
 
     async def usage_seen(self, response: Any, sent: tuple[str, list[dict]] | None = None) -> None:
