@@ -683,6 +683,12 @@ def test_a_studio_url_on_2x_is_a_one_line_error(tmp_path, capsys):
     assert code == 2 and "has no Studio connection" in err and "\n" not in err
 
 
+def png(data: bytes, name: str | None = None) -> DataBlock:
+    """An inline PNG block of ``data`` (named when ``name`` is given)."""
+    source = Base64Source(data=base64.b64encode(data).decode(), media_type="image/png")
+    return DataBlock(source=source) if name is None else DataBlock(name=name, source=source)
+
+
 def zip_message(payload: bytes) -> UserMsg:
     """A user message with a file the scripted model's formatter does not take (a zip)."""
     return UserMsg(
@@ -753,10 +759,7 @@ async def test_max_image_num_applies_and_every_image_it_takes_out_is_saved(
     # no offloader in the constructor: the middleware sets its own (2.x would drop the images)
     agent = make_agent(model, [context])
     for i, data in enumerate(images):
-        block = DataBlock(
-            name=f"shot{i}.png",
-            source=Base64Source(data=base64.b64encode(data).decode(), media_type="image/png"),
-        )
+        block = png(data, f"shot{i}.png")
         # the image between two texts: replaced in place, its message looks the same from
         # outside (same first and last block)
         content = [TextBlock(text=f"look at {i}"), block, TextBlock(text="what is it?")]
@@ -790,16 +793,7 @@ async def test_max_image_num_applies_to_images_inside_tool_results(tmp_path):
     async def screenshots() -> AsyncGenerator[ToolChunk, None]:
         """Take six screenshots."""
         yield ToolChunk(
-            content=[
-                DataBlock(
-                    name=f"shot{i}.png",
-                    source=Base64Source(
-                        data=base64.b64encode(b"\x89PNG" + bytes([i]) * 200).decode(),
-                        media_type="image/png",
-                    ),
-                )
-                for i in range(6)
-            ]
+            content=[png(b"\x89PNG" + bytes([i]) * 200, f"shot{i}.png") for i in range(6)]
         )
 
     model = ScriptedChatModel([reply("looking", tool_call("screenshots")), "seen", "ok"])
@@ -826,16 +820,7 @@ async def test_max_image_num_applies_to_images_inside_tool_results(tmp_path):
 async def test_an_image_the_limit_takes_out_of_a_hint_is_counted_out(tmp_path):
     from agentscope.message import AssistantMsg, HintBlock
 
-    shots = [
-        DataBlock(
-            name=f"hint{i}.png",
-            source=Base64Source(
-                data=base64.b64encode(b"\x89PNG" + bytes([i]) * 200).decode(),
-                media_type="image/png",
-            ),
-        )
-        for i in range(6)
-    ]
+    shots = [png(b"\x89PNG" + bytes([i]) * 200, f"hint{i}.png") for i in range(6)]
     model = ScriptedChatModel(["seen", "seen too"])
     context = ContextMiddleware(config(tmp_path))
     agent = make_agent(model, [context], offloader=context.offloader)
@@ -858,11 +843,7 @@ async def test_an_image_that_cannot_be_saved_stays_in_the_context(tmp_path, monk
 
     monkeypatch.setattr(context.tool_result_store, "save_media", disk_full)
     for i in range(7):
-        block = DataBlock(
-            source=Base64Source(
-                data=base64.b64encode(bytes([i]) * 50).decode(), media_type="image/png"
-            )
-        )
+        block = png(bytes([i]) * 50)
         await agent.reply(UserMsg("user", [TextBlock(text=f"look at {i}"), block]))
     kept = [b for m in agent.state.context for b in m.content if isinstance(b, DataBlock)]
     assert len(kept) == 7, "an image 2.x would have dropped without a copy is still there"
