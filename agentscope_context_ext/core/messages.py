@@ -127,11 +127,21 @@ class Message:
         """The tool results this message carries."""
         return [part for part in self.parts if isinstance(part, ToolResult)]
 
+    def raw_strings(self) -> Iterator[str]:
+        """Every string the message holds, unescaped, one per place: texts, thinking, every
+        string argument of its tool calls (nested ones included) and every tool output."""
+        for part in self.parts:
+            if isinstance(part, Text | Thinking):
+                yield part.text
+            elif isinstance(part, ToolCall):
+                yield from string_values(dict(part.arguments))
+            elif isinstance(part, ToolResult):
+                yield part.complete_text
+
     def raw_text(self) -> str:
-        """Every string the message holds, unescaped: texts, thinking, every string argument of
-        its tool calls (nested ones included) and every tool output. What a keyword search or
-        a fidelity check should look in."""
-        return "\n".join(_raw_strings(self))
+        """:meth:`raw_strings` joined by newlines: what a keyword search or a fidelity check
+        should look in."""
+        return "\n".join(self.raw_strings())
 
 
 def string_values(value: Any) -> Iterator[str]:
@@ -144,13 +154,3 @@ def string_values(value: Any) -> Iterator[str]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from string_values(item)
-
-
-def _raw_strings(msg: Message) -> Iterator[str]:
-    for part in msg.parts:
-        if isinstance(part, Text | Thinking):
-            yield part.text
-        elif isinstance(part, ToolCall):
-            yield from string_values(dict(part.arguments))
-        elif isinstance(part, ToolResult):
-            yield part.complete_text

@@ -53,12 +53,8 @@ class DictCodec:
         return record
 
     def view(self, msg: Mapping[str, Any]) -> Message:
-        texts = [
-            text
-            for key, value in msg.items()
-            if key not in _IDENTITY_KEYS and key != "name"
-            for text in string_values(_without_identity(value))
-        ]
+        said = {key: value for key, value in msg.items() if key != "name"}
+        texts = list(string_values(_without_identity(said)))
         return Message(
             id=str(msg.get("id", "")),
             role=str(msg.get("role", "")),

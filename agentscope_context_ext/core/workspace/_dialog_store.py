@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from typing import Any, Generic
 
-from ..messages import Message, Text, Thinking, ToolCall, ToolResult, string_values
+from ..messages import Message, ToolCall, ToolResult
 from ..truncation import split_notice
 from ._dialog_records import DialogRecord, DialogRef, DictCodec, M, RecordCodec, dialog_date
 from ._storage import Storage, open_storage
@@ -244,17 +244,10 @@ class DialogStore(Generic[M]):
 
 
 def _said(msg: Message) -> list[str]:
-    """What a search looks in, one string per place: the message's text and thinking, the name
-    and string arguments of each tool call, the name and output of each tool result."""
-    said: list[str] = []
-    for part in msg.parts:
-        if isinstance(part, Text | Thinking):
-            said.append(part.text)
-        elif isinstance(part, ToolCall):
-            said += [part.name, *string_values(dict(part.arguments))]
-        elif isinstance(part, ToolResult):
-            said += [part.name, part.complete_text]
-    return said
+    """What a search looks in, one string per place: the message's raw strings (text,
+    thinking, tool arguments and outputs) and the names of the tools it calls or answers."""
+    names = [part.name for part in msg.parts if isinstance(part, ToolCall | ToolResult)]
+    return [*msg.raw_strings(), *names]
 
 
 def _encode_line(record: dict[str, Any]) -> bytes:
