@@ -53,12 +53,12 @@ def make_read_file(
         end_line: int | None = None,
         start_byte: int = 0,
     ) -> str:
-        """Read lines of a text file, e.g. the tool_result/ file a truncation notice names
-        (pass the start_line and start_byte it gives).
+        """Read lines of a text file: the saved output a truncation notice names (pass the
+        start_line and start_byte it gives), or a file of the project.
 
         Args:
             file_path (str):
-                The file, e.g. `tool_result/....txt` from a notice, or a project file.
+                The file_path given in a truncation notice, or a project file's path.
             start_line (int):
                 First line, 1-based.
             end_line (int | None):
