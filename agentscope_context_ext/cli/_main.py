@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import __version__
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
-from ..core.workspace import Storage, is_storage_url, open_storage
+from ..core.workspace import Storage, is_storage_url, open_storage, refuse_other_schemes
 from ..replay import TranscriptError
 from ._studio import StudioError, connect_studio, studio_arguments
 
@@ -36,6 +36,7 @@ def _workspace_argument(command: argparse.ArgumentParser) -> None:
 
 def _open_workspace(value: str) -> Storage:
     """An existing workspace: a folder that exists, or a Redis server that answers."""
+    refuse_other_schemes(value)
     if not is_storage_url(value) and not Path(value).is_dir():
         raise BadInput(f"{value}: not a workspace directory")
     return open_storage(value)
@@ -214,6 +215,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise BadInput(f"--root {args.root}: not a directory")
     if args.out.exists() and not args.out.is_dir():
         raise BadInput(f"--out {args.out}: exists and is not a directory")
+    if args.workspace is not None:
+        refuse_other_schemes(args.workspace)  # a folder would be made of it
     if args.studio_url:
         connect_studio(args.studio_url, args.project, "demo")
     report = run_demo(
@@ -300,6 +303,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise BadInput(f"--max-input-tokens must be at least 1024, got {args.max_input_tokens}")
     if args.out.exists() and not args.out.is_dir():
         raise BadInput(f"--out {args.out}: exists and is not a directory")
+    if args.workspace is not None:
+        refuse_other_schemes(args.workspace)  # a folder would be made of it
     config = _config(args.config)
     if args.studio_url:
         connect_studio(args.studio_url, args.project, f"replay {args.transcript.name}")

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ._config_io import describe_errors, read_config_file
 from ._config_io import render_yaml as _render_yaml
 from .errors import ConfigError
+from .workspace import redact_url, workspace_url_error
 
 __all__ = [
     "CompactionConfig",
@@ -258,6 +259,11 @@ class ContextConfig(_Section):
             raise ValueError("must name a folder (use '.' for the current folder)")
         if "\x00" in value:
             raise ValueError("must not contain NUL characters")
+        problem = workspace_url_error(value)
+        # The error repeats the value ("(got ...)"): a URL with a password in it is refused
+        # when the workspace is opened instead, with the password hidden.
+        if problem and redact_url(value) == value.strip():
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

@@ -18,6 +18,9 @@ from ._storage import (
     check_storage_writable,
     is_storage_url,
     open_storage,
+    redact_url,
+    refuse_other_schemes,
+    workspace_url_error,
 )
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,
@@ -49,5 +52,8 @@ __all__ = [
     "is_within",
     "open_storage",
     "open_workspace",
+    "redact_url",
+    "refuse_other_schemes",
     "saved_paths",
+    "workspace_url_error",
 ]

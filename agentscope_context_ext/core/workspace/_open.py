@@ -6,7 +6,13 @@ from pathlib import Path
 
 from ._dialog_store import DIALOG_DIRNAME
 from ._files import check_writable
-from ._storage import Storage, check_storage_writable, is_storage_url, open_storage
+from ._storage import (
+    Storage,
+    check_storage_writable,
+    is_storage_url,
+    open_storage,
+    refuse_other_schemes,
+)
 from ._tool_result_store import TOOL_RESULT_DIRNAME
 
 __all__ = ["open_workspace"]
@@ -17,14 +23,15 @@ def open_workspace(
 ) -> tuple[Path | str, Storage]:
     """The workspace (its folder, or the Redis URL with the password hidden) and its storage,
     after a write has been taken: a clear :class:`WorkspaceError` now (a folder that is not
-    writable, a bad Redis URL, a server that does not answer) instead of lost saves and
-    oversized prompts later.
+    writable, a bad Redis URL or one of another scheme, a server that does not answer)
+    instead of lost saves and oversized prompts later.
 
     Args:
         workspace (`str`): A folder or a ``redis://`` URL (``ContextConfig.workspace``).
         extra_folders (`tuple[str, ...]`): Folders to probe besides ``dialog/`` and
             ``tool_result/`` (``notes/`` with long-term memory on).
     """
+    refuse_other_schemes(workspace)  # before a folder named after it is created
     if is_storage_url(workspace):
         storage = open_storage(workspace)
         check_storage_writable(storage)

@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, urlparse, urlunparse
 
 from ..errors import WorkspaceError
 from ._keys import check_key
+from ._storage import redact_url
 
 __all__ = ["RedisStorage"]
 
@@ -74,7 +75,13 @@ class RedisStorage:
         Raises:
             `WorkspaceError`: A bad URL, no ``redis`` client installed, or no server there.
         """
-        parsed = urlparse(url.strip())
+        try:
+            parsed = urlparse(url.strip())  # "redis://[::1" or "redis://[zz]/0" raise here
+        except ValueError as exc:
+            raise WorkspaceError(
+                f"workspace {redact_url(url)}: not a valid URL ({_one_line(exc)}); expected "
+                "redis://[user:password@]host:port/db[?prefix=NAME]"
+            ) from None
         query = parse_qs(parsed.query)
         unknown = set(query) - {"prefix", "lock_lease"}
         location = _redacted(parsed)
@@ -104,9 +111,11 @@ class RedisStorage:
                 "pip install 'agentscope-context-ext[redis]'"
             ) from None
         try:
-            parsed.port  # noqa: B018 - raises on a port that is not a number
+            parsed.port  # noqa: B018 - raises on a port that is not a number up to 65535
         except ValueError:
-            raise WorkspaceError(f"workspace {location}: the port is not a number") from None
+            raise WorkspaceError(
+                f"workspace {location}: the port is not a number from 1 to 65535"
+            ) from None
         client = redis.Redis.from_url(
             urlunparse(parsed._replace(query="")),
             socket_connect_timeout=5,
@@ -116,7 +125,7 @@ class RedisStorage:
         try:
             client.ping()
         except redis.RedisError as exc:
-            reason = " ".join(str(exc).split())[:200]
+            reason = _one_line(exc)
             raise WorkspaceError(f"cannot reach the workspace {location}: {reason}") from None
         return cls(client, prefix, location, lease)
 
@@ -278,6 +287,10 @@ class RedisStorage:
             value = reply.get(option, reply.get(option.encode(), b""))
             settings[option] = value.decode() if isinstance(value, bytes) else str(value)
         return settings
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 def _redacted(parsed) -> str:
