@@ -3,11 +3,21 @@
 AgentScope: a 1.x ``ReActAgent`` or a 2.x ``Agent``."""
 
 from ..compat import agentscope_major
+from ..core.agent_file import ModelSettings
 from ._common import ModelUnavailable
+from ._server import explain_model_failure as _explain
 
 if agentscope_major() >= 2:
-    from ._build2 import build_agent, build_model
+    from ._build2 import MODEL_APIS, build_agent, build_model
 else:
-    from ._build import build_agent, build_model
+    from ._build import MODEL_APIS, build_agent, build_model
 
-__all__ = ["ModelUnavailable", "build_agent", "build_model"]
+__all__ = ["ModelUnavailable", "build_agent", "build_model", "explain_model_failure"]
+
+
+def explain_model_failure(exc: BaseException, settings: ModelSettings | None) -> str | None:
+    """One line on why a call to the model ``settings`` describe failed with ``exc``: the
+    server does not speak the provider's API (it is asked once), or it answered an HTTP error;
+    ``None`` for any other failure. Blocking: from async code, run it in a thread."""
+    api = MODEL_APIS.get(settings.provider) if settings is not None else None
+    return _explain(exc, settings, api)

@@ -30,8 +30,18 @@ from ..core.agent_file import AgentFile, ModelSettings, load_agent_file
 from ..core.errors import ConfigError
 from ..demo import make_explorer_tools
 from ._common import LOCAL_KEY, ModelUnavailable, explorer_context, import_tool
+from ._server import ANTHROPIC_MESSAGES, DASHSCOPE_GENERATION, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
 
-__all__ = ["ModelUnavailable", "build_agent", "build_model"]
+__all__ = ["MODEL_APIS", "ModelUnavailable", "build_agent", "build_model"]
+
+MODEL_APIS: dict[str, ModelApi] = {
+    "dashscope": DASHSCOPE_GENERATION,  # 1.x's DashScopeChatModel speaks DashScope's own API
+    "openai": OPENAI_CHAT,
+    "openai-compatible": OPENAI_CHAT,
+    "anthropic": ANTHROPIC_MESSAGES,
+    "ollama": OLLAMA_CHAT,
+}
+"""The API each provider's model speaks to its ``base_url``."""
 
 
 def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:

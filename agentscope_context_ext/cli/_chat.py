@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, urlparse
 
-from ..agentfile import build_agent
+from ..agentfile import ModelUnavailable, build_agent, explain_model_failure
 from ..compat import agentscope_major
+from ..core.agent_file import ModelSettings, load_agent_file
 from ..core.config import ContextConfig
 from ..core.workspace import is_storage_url
 from ._models import model_from_environment
@@ -163,12 +164,17 @@ def run_chat(
 
     Raises:
         `ModelUnreachable`: The model's server does not answer.
+        `ModelUnavailable`: The server does not speak the provider's API, or answered an HTTP
+            error (one line each).
     """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     kind = _Agent2 if agentscope_major() >= 2 else _Agent1
+    settings: ModelSettings | None = None
     if agent_file is not None:
-        agent = build_agent(agent_file, model=model_name, base_url=base_url)
+        spec = load_agent_file(agent_file).with_overrides(model_name, base_url)
+        settings = spec.model
+        agent = build_agent(spec)
         config = agent.context_manager.config
     else:
         config = config or ContextConfig()
@@ -246,6 +252,9 @@ def run_chat(
             except Exception as exc:
                 if _is_connection_error(exc):
                     raise ModelUnreachable(_describe(exc, agent)) from None
+                problem = await asyncio.to_thread(explain_model_failure, exc, settings)
+                if problem:
+                    raise ModelUnavailable(problem) from None
                 raise
             await chat.save(session_id)
         await manager.drain()

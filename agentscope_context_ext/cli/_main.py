@@ -265,18 +265,27 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
     if not pending:
         print("nothing to consolidate: no daily notes since the last consolidation")
         return EXIT_OK
+    from ..agentfile import build_model, explain_model_failure
+
+    model_settings = None
     if args.agent is not None:
-        from ..agentfile import build_model
         from ..core.agent_file import load_agent_file
 
-        model, formatter = build_model(load_agent_file(args.agent).model)
+        model_settings = load_agent_file(args.agent).model
+        model, formatter = build_model(model_settings)
     else:
         try:
             model, formatter = model_from_environment(settings.model)
         except NoModelError as exc:
             raise BadInput(str(exc)) from None
     print(f"consolidating {len(pending)} day(s) of notes: {', '.join(pending)}", flush=True)
-    result = asyncio.run(_consolidate(memory, model, formatter, settings.max_bytes))
+    try:
+        result = asyncio.run(_consolidate(memory, model, formatter, settings.max_bytes))
+    except Exception as exc:
+        problem = explain_model_failure(exc, model_settings)
+        if problem:
+            raise BadInput(problem) from None
+        raise
     print(
         f"{result.status}: Memory.md is {result.bytes_after:,} bytes"
         + (f", backup {result.backup}" if result.backup else "")
