@@ -2,7 +2,9 @@
 
 1.x content is a string or a list of ``TypedDict`` blocks (``text``, ``thinking``, ``tool_use``,
 ``tool_result``, ``image``/``audio``/``video``). Tool outputs may be a string, a list of blocks,
-or anything a tool returned; non-text items are shown as JSON, never dropped.
+or anything a tool returned; non-text items are shown as JSON, never dropped. A text wrapped in
+``<system-hint>`` (what ``ReActAgent`` adds as a user message) is a
+:class:`~agentscope_context_ext.core.messages.Reminder` in the view.
 """
 
 from __future__ import annotations
@@ -17,7 +19,17 @@ from typing import Any
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import ToolResponse
 
-from ..core.messages import MEDIA_KINDS, Media, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..core.messages import (
+    MEDIA_KINDS,
+    Media,
+    Message,
+    Part,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    text_parts,
+)
 from ..core.truncation import split_notice
 from ..core.workspace import DialogStore as CoreDialogStore
 from ..core.workspace import Storage
@@ -48,9 +60,12 @@ def to_view(msg: Msg, saved_text: SavedText | None = None) -> Message:
     content = msg.content
     parts: list[Part] = []
     if isinstance(content, str):
-        parts.append(Text(content))
+        parts.extend(text_parts(content))  # a <system-hint> message is a Reminder
     elif isinstance(content, list):
         for block in content:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.extend(text_parts(str(block.get("text", ""))))
+                continue
             part = _part(block, saved_text)
             if part is not None:
                 parts.append(part)
@@ -105,8 +120,6 @@ def _part(block: Any, saved_text: SavedText | None) -> Part | None:
     if not isinstance(block, dict):
         return Text(_as_text(block))
     kind = block.get("type")
-    if kind == "text":
-        return Text(str(block.get("text", "")))
     if kind == "thinking":
         return Thinking(str(block.get("thinking", "")))
     if kind == "tool_use":

@@ -2,7 +2,9 @@
 
 2.x content is a list of pydantic blocks (``TextBlock``, ``ThinkingBlock``, ``HintBlock``,
 ``ToolCallBlock`` with its input as a JSON string, ``ToolResultBlock`` whose output is a string or
-text and ``DataBlock`` items, ``DataBlock`` for every medium). One reply is ONE assistant message
+text and ``DataBlock`` items, ``DataBlock`` for every medium). A ``HintBlock``, and a text 2.x
+wrapped in ``<system-reminder>``, is a :class:`~agentscope_context_ext.core.messages.Reminder`
+in the view: sent to the model, but nobody's words. One reply is ONE assistant message
 holding every reasoning step's text, tool calls and tool results, so the adapter works on
 *segments*: one reasoning step and the results of its calls (:func:`segments`). A segment is what
 the core sees as a message; its id is the message id and the id of its first block, stable while
@@ -28,7 +30,16 @@ from agentscope.message import (
     ToolResultBlock,
 )
 
-from ..core.messages import Media, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..core.messages import (
+    Media,
+    Message,
+    Part,
+    Reminder,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    text_parts,
+)
 from ..core.truncation import split_notice
 from ..core.workspace import DialogStore as CoreDialogStore
 from ..core.workspace import Storage
@@ -118,6 +129,9 @@ def to_view(
     """
     parts: list[Part] = []
     for block in msg.content if blocks is None else blocks:
+        if isinstance(block, TextBlock):
+            parts.extend(text_parts(block.text))  # a <system-reminder> block is a Reminder
+            continue
         part = _part(block, saved_text)
         if part is not None:
             parts.append(part)
@@ -190,12 +204,12 @@ def tool_arguments(block: ToolCallBlock) -> dict[str, Any]:
 
 
 def _part(block: Any, saved_text: SavedText | None) -> Part | None:
-    if isinstance(block, TextBlock):
-        return Text(block.text)
     if isinstance(block, ThinkingBlock):
         return Thinking(block.thinking)
     if isinstance(block, HintBlock):
-        return Text(block.hint if isinstance(block.hint, str) else output_text(block.hint))
+        # Always the framework's or a middleware's (runtime state, a limit reached, retrieved
+        # memory), whatever its wrapper: it is sent to the model, but the agent never said it.
+        return Reminder(block.hint if isinstance(block.hint, str) else output_text(block.hint))
     if isinstance(block, ToolCallBlock):
         return ToolCall(str(block.id), str(block.name), tool_arguments(block))
     if isinstance(block, ToolResultBlock):

@@ -2,17 +2,22 @@
 
 Tool outputs are cut at their truncation notice, with the path of the offloaded file kept (it
 is what makes the rest recoverable); tool arguments are shown as written, not as JSON; media
-blocks become placeholders, never base64.
+blocks become placeholders, never base64; a framework's reminder is labelled as one, never shown
+as the words of the message's sender.
 """
 
 from __future__ import annotations
 
 import json
 
-from .messages import Media, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .messages import Media, Message, Part, Reminder, Text, Thinking, ToolCall, ToolResult
 from .truncation import split_notice
 
-__all__ = ["offload_paths", "part_text", "render_message"]
+__all__ = ["REMINDER_LABEL", "offload_paths", "part_text", "render_message"]
+
+REMINDER_LABEL = "[system reminder] "
+"""What a :class:`~agentscope_context_ext.core.messages.Reminder` is shown after, in every
+rendering (the dialog tools, the compaction model's input, the Summarizer's excerpt)."""
 
 
 def render_message(msg: Message, max_chars: int | None = 2000) -> str:
@@ -28,6 +33,8 @@ def part_text(part: Part, max_chars: int | None = None) -> str:
         part (`Part`): A message part.
         max_chars (`int | None`): Cut long texts to this many characters (``None``: no cut).
     """
+    if isinstance(part, Reminder):
+        return REMINDER_LABEL + _clip(part.body, max_chars)
     if isinstance(part, Text):
         return _clip(part.text, max_chars)
     if isinstance(part, Thinking):

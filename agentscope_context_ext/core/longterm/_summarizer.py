@@ -40,8 +40,9 @@ memory_append(text, section="Try-Error Notes"), one line per lesson, e.g. \
 
 Merge with what Memory.md already says (it is shown to you): never add a line that repeats one \
 that is there; if a fact changed, correct the old line with memory_edit. Do not record task \
-progress, file contents or anything that only matters for this conversation. Write in the \
-language of the conversation.
+progress, file contents or anything that only matters for this conversation. Lines starting \
+with [system reminder] were inserted by the agent's framework (the time, limits, hints): they \
+say nothing about the user. Write in the language of the conversation.
 
 When you are done, or when there is nothing new worth keeping, answer with exactly [SILENT]."""
 

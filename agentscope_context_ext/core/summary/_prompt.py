@@ -7,7 +7,8 @@ text and outcome, decisions, the next step, and every identifier verbatim.
 The input renders the messages compactly, but never loses an identifier to a cut: a long text
 or output is clipped in the middle (its head and tail shown) and the identifiers of the elided
 part are listed after it, most salient first; an edit is shown as its changed lines; an
-offloaded output keeps its ``tool_result/`` path (SPEC 12.7).
+offloaded output keeps its ``tool_result/`` path (SPEC 12.7); a framework's reminder is labelled
+``[system reminder]``, so it is never taken for the user's or the agent's words.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..messages import Media, Message, Text, Thinking, ToolCall, ToolResult
+from ..messages import Media, Message, Reminder, Text, Thinking, ToolCall, ToolResult
+from ..rendering import REMINDER_LABEL
 from ..truncation import split_notice
 from ._calls import CONTENT_KEYS, EDIT_PAIRS, changed_lines
 from ._model import CompactSummary
@@ -54,7 +56,9 @@ module names, commands, error messages, ids, URLs, numbers, and every offloaded-
 
 Write each identifier exactly as it appears in the messages, in backticks. Merge the previous \
 memo (if any) with the new messages and drop only what is obsolete. Stay under {max_tokens} \
-tokens.
+tokens. Lines starting with [system reminder] were inserted by the agent's framework: they are \
+neither requests of the user nor plans of the agent; keep only facts from them that the agent \
+needs again.
 
 Answer with exactly these Markdown sections, each a bullet list, and nothing else:
 ## Goal
@@ -127,7 +131,9 @@ class _Renderer:
     def message(self, msg: Message) -> str:
         lines = [f"[{msg.role}:{msg.name} {msg.timestamp}]"]
         for part in msg.parts:
-            if isinstance(part, Text):
+            if isinstance(part, Reminder):  # the framework's, not the sender's: labelled
+                lines.append(REMINDER_LABEL + self.clip(part.body, self.block_chars, prose=True))
+            elif isinstance(part, Text):
                 limit = self.block_chars * (4 if msg.role == "user" else 1)
                 lines.append(self.clip(part.text, limit, prose=True))
             elif isinstance(part, Thinking):

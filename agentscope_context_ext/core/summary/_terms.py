@@ -16,7 +16,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from ..messages import Message, Text, Thinking, ToolCall, ToolResult, string_values
+from ..messages import Message, Reminder, Text, Thinking, ToolCall, ToolResult, string_values
 
 __all__ = ["SOURCE_WEIGHTS", "Salience", "TextIndex", "code_terms", "mentions"]
 
@@ -49,12 +49,14 @@ SOURCE_WEIGHTS = {
     "content": 1.0,
     "requested": 3.0,
     "result": 1.0,
+    "reminder": 1.0,
 }
 """Weight of one message's use of a term, by where the term appears: the user's words, the
 agent's prose, a short tool argument (a path, a command), the agent's thinking, long tool
 arguments (file contents, edits), the output of a call the user asked for (``Run bd show
-X`` -> the output of ``bd show X``: the task's own description), other tool output. A file
-path counts double: it is the identifier an agent most often needs again verbatim."""
+X`` -> the output of ``bd show X``: the task's own description), other tool output, a
+framework's reminder (what a hook or the framework reported, like tool output). A file path
+counts double: it is the identifier an agent most often needs again verbatim."""
 
 
 def code_terms(text: str, *, prose: bool) -> frozenset[str]:
@@ -207,7 +209,9 @@ def _places(msg: Message, requested: set[str]) -> Iterable[tuple[str, str, bool]
     """(source, text, is prose) for each place of ``msg`` that can hold terms."""
     speaker = "user" if msg.role == "user" else "assistant"
     for part in msg.parts:
-        if isinstance(part, Text):
+        if isinstance(part, Reminder):  # nobody's words: weighed like a tool's output
+            yield "reminder", part.body, True
+        elif isinstance(part, Text):
             yield speaker, part.text, True
         elif isinstance(part, Thinking):
             yield "thinking", part.text, True

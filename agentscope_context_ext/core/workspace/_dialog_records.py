@@ -12,7 +12,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..messages import Message, Text, string_values
+from ..messages import Message, string_values, text_parts
 
 __all__ = ["DialogRecord", "DialogRef", "DictCodec", "M", "RecordCodec", "dialog_date"]
 
@@ -42,7 +42,8 @@ _IDENTITY_KEYS = frozenset({"id", "type", "role", "timestamp", "created_at", "me
 
 class DictCodec:
     """Records stay plain dicts (the default). Their view is the text of every string the record
-    holds except its identity (ids, types, role, timestamps, metadata) and the speaker's name."""
+    holds except its identity (ids, types, role, timestamps, metadata) and the speaker's name
+    (a ``<system-reminder>`` among them a reminder, as in the adapters' views)."""
 
     def encode(self, msg: Mapping[str, Any]) -> dict[str, Any]:
         return dict(msg)
@@ -60,7 +61,7 @@ class DictCodec:
             role=str(msg.get("role", "")),
             name=str(msg.get("name") or ""),
             timestamp=str(msg.get("timestamp") or ""),
-            parts=tuple(Text(text) for text in texts),
+            parts=tuple(part for text in texts for part in text_parts(text)),
         )
 
 
