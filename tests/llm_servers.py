@@ -3,7 +3,9 @@ chat-completions API (streaming SSE with tool-call deltas, and non-streaming, bo
 ``usage``) and the Ollama chat API (NDJSON streaming and non-streaming, with eval counts). The
 real AgentScope model classes, and the ``openai``/``ollama`` clients underneath, talk to them.
 
-A server is given a responder: ``respond(request_json) -> Reply``; it records every request.
+A server is given a responder: ``respond(request_json) -> Reply``; it records every request. It
+may be given a rejecter too, to answer some requests with HTTP 400 as a strict provider does
+(:func:`plain_server_rejects`).
 The reported prompt tokens are this package's own count of the request plus ``usage_offset``,
 so a test knows exactly what the provider "said"."""
 
@@ -29,6 +31,21 @@ class Reply:
 
 Responder = Callable[[dict], Reply]
 
+Rejecter = Callable[[dict], str | None]
+"""``reject(request_json) -> reason``: the server answers HTTP 400 with that reason (``None``:
+the request is served)."""
+
+
+def plain_server_rejects(request: dict) -> str | None:
+    """What a plain OpenAI-compatible server refuses with HTTP 400: structured output
+    (``response_format``, which some servers do not implement) and a forced ``tool_choice``
+    (anything but ``auto`` or ``none``, which DeepSeek's thinking mode refuses)."""
+    if "response_format" in request:
+        return "response_format is not supported by this server"
+    if request.get("tool_choice", "auto") not in ("auto", "none"):
+        return f"tool_choice {request['tool_choice']!r} is not supported in thinking mode"
+    return None
+
 
 def system_text(request: dict) -> str:
     """The system messages of a request, joined."""
@@ -48,12 +65,22 @@ class ModelServer:
         protocol (`str`): ``openai`` or ``ollama``.
         respond (`Responder`): The scripted replies.
         usage_offset (`int`): Added to our own count of each request for the reported usage.
+        reject (`Rejecter | None`): Requests to answer with HTTP 400 (OpenAI protocol); each
+            one is also kept in ``rejected``.
     """
 
-    def __init__(self, protocol: str, respond: Responder, usage_offset: int = 0) -> None:
+    def __init__(
+        self,
+        protocol: str,
+        respond: Responder,
+        usage_offset: int = 0,
+        reject: Rejecter | None = None,
+    ) -> None:
         self.protocol = protocol
         self.respond = respond
         self.usage_offset = usage_offset
+        self.reject = reject
+        self.rejected: list[dict] = []
         self.requests: list[dict] = []
         self.reported: list[int] = []
         self._counter = get_token_counter("qwen")
@@ -67,7 +94,12 @@ class ModelServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
                 owner.requests.append(request)
-                if owner.protocol == "openai" and self.path.endswith("/chat/completions"):
+                reason = owner.reject(request) if owner.reject is not None else None
+                if reason is not None:
+                    owner.rejected.append(request)
+                    error = {"message": reason, "type": "invalid_request_error", "code": None}
+                    _send_json(self, {"error": error}, status=400)
+                elif owner.protocol == "openai" and self.path.endswith("/chat/completions"):
                     owner._openai(self, request)
                 elif owner.protocol == "ollama" and self.path == "/api/chat":
                     owner._ollama(self, request)
@@ -206,9 +238,9 @@ class ModelServer:
         handler.wfile.flush()
 
 
-def _send_json(handler: BaseHTTPRequestHandler, body: dict) -> None:
+def _send_json(handler: BaseHTTPRequestHandler, body: dict, status: int = 200) -> None:
     data = json.dumps(body).encode()
-    handler.send_response(200)
+    handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()

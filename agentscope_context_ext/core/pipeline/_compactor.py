@@ -3,10 +3,15 @@
 
 LLM path first: the compaction model (by default the agent's own model; the adapter supplies
 the call as ``call_model(instruction, content) -> answer text``) answers with six Markdown
-sections, parsed into ``CompactSummary`` and fitted to the summary budget; an
-unusable answer is retried once with a stricter instruction. If both attempts fail (error,
-timeout, empty, unparsable) the extractive summary is used. The result is never an error string
-and never empty.
+sections, parsed into ``CompactSummary`` and fitted to the summary budget; an unusable answer
+is retried once with a stricter instruction. If both attempts fail (error, timeout, empty,
+unparsable, or the model's own input repeated back) the extractive summary is used. The result
+is never an error string and never empty.
+
+The call asks for plain text and nothing else: no tools, no tool choice, no structured output.
+Providers refuse those in some modes (DeepSeek's thinking mode refuses a forced tool choice;
+some OpenAI-compatible servers answer HTTP 400 to ``response_format``), and the sections are
+checked here anyway.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ..messages import Message
 from ..summary import (
     CompactSummary,
     compaction_prompt,
+    echoes_input,
     extractive_summary,
     fit_summary,
     parse_summary,
@@ -179,6 +185,9 @@ class Compactor:
             parsed = parse_summary(answer)
             if parsed is None:
                 result.failures.append("unusable answer" if answer.strip() else "empty answer")
+                continue
+            if echoes_input(answer, instruction, content):  # a model that cannot summarise
+                result.failures.append("the answer repeats the input")
                 continue
             return parsed
         return None

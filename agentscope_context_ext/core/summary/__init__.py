@@ -5,10 +5,12 @@ from ._calls import changed_lines, classify, definitions, error_line
 from ._extractive import DEFAULT_BUDGET_TOKENS, extractive_summary
 from ._identifiers import summary_identifiers
 from ._model import SECTION_TITLES, CompactSummary, DialogRef, merge_refs
-from ._parse import parse_summary, summary_language
+from ._parse import echoes_input, parse_summary, summary_language
 from ._prompt import (
     BLOCK_CHARS,
     INSTRUCTION,
+    MEMO_HEADING,
+    MESSAGES_HEADING,
     STRICT_SUFFIX,
     compaction_prompt,
     render_for_summary,
@@ -23,6 +25,8 @@ __all__ = [
     "BLOCK_CHARS",
     "DEFAULT_BUDGET_TOKENS",
     "INSTRUCTION",
+    "MEMO_HEADING",
+    "MESSAGES_HEADING",
     "SECTION_TITLES",
     "SOURCE_WEIGHTS",
     "STRICT_SUFFIX",
@@ -38,6 +42,7 @@ __all__ = [
     "code_terms",
     "compaction_prompt",
     "definitions",
+    "echoes_input",
     "error_line",
     "estimate_tokens",
     "extractive_summary",

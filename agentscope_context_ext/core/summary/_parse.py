@@ -1,4 +1,5 @@
-"""Reading a compaction model's Markdown answer, and choosing the summary language."""
+"""Reading a compaction model's Markdown answer (and telling one that only repeats its input),
+and choosing the summary language."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from collections.abc import Iterable
 
 from ..messages import Message
 from ._model import SECTION_TITLES, CompactSummary
+from ._prompt import MEMO_HEADING, MESSAGES_HEADING
 
-__all__ = ["parse_summary", "summary_language"]
+__all__ = ["echoes_input", "parse_summary", "summary_language"]
 
 _ITEM_CHARS = 600
 # "## Key Decisions", "### key decisions:", "**Next Steps**" ... -> field name
@@ -30,6 +32,12 @@ _ALIASES = {
 }
 _EMPTY_ITEMS = ("(none)", "none", "n/a", "(none recorded)", "-")
 _CJK_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_THINK_RE = re.compile(r"^.*?</think>|<think>.*?(?:</think>|$)", re.DOTALL)
+"""Reasoning in the answer text: ``<think>...</think>``, or the rest of it when a server cut the
+opening tag off (or the answer ends inside it)."""
+_BULLET_RE = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)])\s+)+")
+_ECHO_LINE_CHARS = 12
+"""Shorter lines (a heading, "- none") say nothing about where an answer came from."""
 
 
 def parse_summary(text: str | None) -> CompactSummary | None:
@@ -37,13 +45,19 @@ def parse_summary(text: str | None) -> CompactSummary | None:
 
     Usable means: a Goal section and at least two other non-empty sections. Headings may be
     ``#``-style or bold, any case, with or without a colon or a number; items may be bullets,
-    numbered, or prose lines. Nested bullets stay items of their section.
+    numbered, or prose lines. Nested bullets stay items of their section. What a provider
+    wraps around the memo is not part of it: code fences, and the ``<think>...</think>``
+    that reasoning models served by Ollama or llama.cpp write into the answer text (a draft
+    of the sections there would otherwise be read twice).
     """
     if not text or not text.strip():
         return None
+    text = _THINK_RE.sub("", text)
     sections: dict[str, list[str]] = {}
     current: str | None = None
     for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            continue
         heading = _HEADING_RE.match(line)
         if heading:
             name = _ALIASES.get(heading.group(1).strip().lower().replace("_", " "))
@@ -74,3 +88,33 @@ def summary_language(msgs: Iterable[Message], setting: str) -> str:
         return "English"
     cjk = len(_CJK_RE.findall(user_text))
     return "Chinese (简体中文)" if cjk / max(len(user_text), 1) > 0.15 else "English"
+
+
+def echoes_input(answer: str, instruction: str, content: str) -> bool:
+    """Whether ``answer`` repeats the compaction model's input instead of summarising it.
+
+    A model too small to follow the instruction may answer with its prompt (Gemma 3 270M on
+    llama.cpp did); with a previous memo in the input, that echo holds six valid sections and
+    would pass :func:`parse_summary`, the rendered messages becoming "critical context". An
+    answer echoes when it holds one of the input's own headings, or when most of its lines
+    (at least three) are lines of the instruction or of the new messages. Lines of the previous
+    memo do not count: a model may rightly keep them as they were.
+
+    Args:
+        answer (`str`): The model's answer.
+        instruction (`str`): The system instruction it was given.
+        content (`str`): The user content it was given (previous memo and new messages).
+    """
+    lines = [_echo_line(line) for line in answer.splitlines()]
+    if any(line in (MEMO_HEADING, MESSAGES_HEADING) for line in lines):
+        return True
+    memo, _, messages = content.partition(MESSAGES_HEADING)
+    kept = {_echo_line(line) for line in memo.splitlines()}
+    given = {_echo_line(line) for line in (instruction + "\n" + messages).splitlines()} - kept
+    substantial = [line for line in lines if len(line) >= _ECHO_LINE_CHARS and line not in kept]
+    copied = sum(line in given for line in substantial)
+    return copied >= 3 and 2 * copied >= len(substantial)
+
+
+def _echo_line(line: str) -> str:
+    return _BULLET_RE.sub("", line).strip()

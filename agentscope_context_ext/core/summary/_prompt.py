@@ -26,11 +26,18 @@ from ._terms import Salience, TextIndex, code_terms
 __all__ = [
     "BLOCK_CHARS",
     "INSTRUCTION",
+    "MEMO_HEADING",
+    "MESSAGES_HEADING",
     "STRICT_SUFFIX",
     "compaction_prompt",
     "render_for_summary",
     "render_messages",
 ]
+
+MEMO_HEADING = "# Previous memo"
+"""Heads the memo to merge, in the compaction model's input."""
+MESSAGES_HEADING = "# New messages"
+"""Heads the rendered messages, in the compaction model's input."""
 
 BLOCK_CHARS = 1500
 """Characters of one block shown before the middle is elided (user texts: four times this)."""
@@ -103,8 +110,8 @@ def compaction_prompt(
         instruction += STRICT_SUFFIX
     content = ""
     if previous is not None:
-        content += f"# Previous memo\n{previous.to_markdown()}\n\n"
-    content += f"# New messages\n{rendered}"
+        content += f"{MEMO_HEADING}\n{previous.to_markdown()}\n\n"
+    content += f"{MESSAGES_HEADING}\n{rendered}"
     return instruction, content
 
 
