@@ -12,6 +12,9 @@ provider              model class               formatter                    ``b
 ``anthropic``         ``AnthropicChatModel``    ``AnthropicChatFormatter``   the client's base URL
 ``ollama``            ``OllamaChatModel``       ``OllamaChatFormatter``      ``host``
 ====================  ========================  ===========================  ====================
+
+``model.compat`` (``openai-compatible``) swaps in :class:`OpenAIStringContentFormatter` and
+:class:`OpenAIAutoToolChoiceModel`, subclasses that change only the request's shape.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import FormatterBase
-from agentscope.model import ChatModelBase
+from agentscope.formatter import FormatterBase, OpenAIChatFormatter
+from agentscope.model import ChatModelBase, OpenAIChatModel
 from agentscope.tool import Toolkit
 
 from ..agentscope1 import enable_context_management
@@ -30,9 +33,17 @@ from ..core.agent_file import AgentFile, ModelSettings, load_agent_file
 from ..core.errors import ConfigError
 from ..demo import make_explorer_tools
 from ._common import LOCAL_KEY, ModelUnavailable, explorer_context, import_tool
+from ._openai_compatible import string_content
 from ._server import ANTHROPIC_MESSAGES, DASHSCOPE_GENERATION, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
 
-__all__ = ["MODEL_APIS", "ModelUnavailable", "build_agent", "build_model"]
+__all__ = [
+    "MODEL_APIS",
+    "ModelUnavailable",
+    "OpenAIAutoToolChoiceModel",
+    "OpenAIStringContentFormatter",
+    "build_agent",
+    "build_model",
+]
 
 MODEL_APIS: dict[str, ModelApi] = {
     "dashscope": DASHSCOPE_GENERATION,  # 1.x's DashScopeChatModel speaks DashScope's own API
@@ -42,6 +53,31 @@ MODEL_APIS: dict[str, ModelApi] = {
     "ollama": OLLAMA_CHAT,
 }
 """The API each provider's model speaks to its ``base_url``."""
+
+
+class OpenAIStringContentFormatter(OpenAIChatFormatter):
+    """AgentScope's OpenAI formatter with each message's content one string
+    (``model.compat.string_content``, see :func:`string_content`)."""
+
+    async def format(self, msgs: list, **kwargs: Any) -> list[dict[str, Any]]:
+        return string_content(await super().format(msgs, **kwargs))
+
+
+class OpenAIAutoToolChoiceModel(OpenAIChatModel):
+    """AgentScope's OpenAI model that sends ``tool_choice: "auto"`` with the tools when the
+    caller sets none (``model.compat.tool_choice_auto``)."""
+
+    async def __call__(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        if tools and tool_choice is None and structured_model is None:
+            tool_choice = "auto"
+        return await super().__call__(messages, tools, tool_choice, structured_model, **kwargs)
 
 
 def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:
@@ -69,14 +105,20 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:
         return model, formatters.DashScopeChatFormatter()
     if provider in ("openai", "openai-compatible"):
         client = {"base_url": settings.base_url} if settings.base_url else {}
-        model = models.OpenAIChatModel(
+        compat = settings.compat
+        model_class = OpenAIChatModel
+        if compat is not None and compat.tool_choice_auto:
+            model_class = OpenAIAutoToolChoiceModel
+        model = model_class(
             model_name=settings.model,
             api_key=key or LOCAL_KEY,
             stream=settings.stream,
             client_kwargs=client or None,
             generate_kwargs=options or None,
         )
-        return model, formatters.OpenAIChatFormatter()
+        if compat is not None and compat.string_content:
+            return model, OpenAIStringContentFormatter()
+        return model, OpenAIChatFormatter()
     if provider == "anthropic":
         max_tokens = int(options.pop("max_tokens", 2048))
         model = models.AnthropicChatModel(

@@ -14,7 +14,9 @@ provider              model class               credential               ``base_
 ====================  ========================  =======================  ======================
 
 ``model.options`` are the model class's ``Parameters`` (``temperature``, ``max_tokens``, ...);
-a name it does not have is an error that lists the ones it has.
+a name it does not have is an error that lists the ones it has. ``model.compat``
+(``openai-compatible``) swaps in :class:`OpenAIStringContentFormatter` and
+:class:`OpenAIAutoToolChoiceModel`, subclasses that change only the request's shape.
 """
 
 from __future__ import annotations
@@ -24,17 +26,27 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import Agent, ReActConfig
-from agentscope.model import ChatModelBase
-from agentscope.tool import Toolkit
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import Msg
+from agentscope.model import ChatModelBase, OpenAIChatModel
+from agentscope.tool import ToolChoice, Toolkit
 
 from ..agentscope2 import ContextMiddleware, as_tool
 from ..core.agent_file import AgentFile, ModelSettings, load_agent_file
 from ..core.errors import ConfigError
 from ..demo import make_explorer_tools
 from ._common import LOCAL_KEY, ModelUnavailable, explorer_context, import_tool
+from ._openai_compatible import string_content
 from ._server import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
 
-__all__ = ["MODEL_APIS", "ModelUnavailable", "build_agent", "build_model"]
+__all__ = [
+    "MODEL_APIS",
+    "ModelUnavailable",
+    "OpenAIAutoToolChoiceModel",
+    "OpenAIStringContentFormatter",
+    "build_agent",
+    "build_model",
+]
 
 MODEL_APIS: dict[str, ModelApi] = {
     "dashscope": OPENAI_CHAT,  # 2.x's DashScopeChatModel speaks DashScope's OpenAI-compatible mode
@@ -44,6 +56,31 @@ MODEL_APIS: dict[str, ModelApi] = {
     "ollama": OLLAMA_CHAT,
 }
 """The API each provider's model speaks to its ``base_url``."""
+
+
+class OpenAIStringContentFormatter(OpenAIChatFormatter):
+    """2.x's OpenAI formatter with each message's content one string
+    (``model.compat.string_content``, see :func:`string_content`)."""
+
+    async def format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
+        return string_content(await super().format(msgs))
+
+
+class OpenAIAutoToolChoiceModel(OpenAIChatModel):
+    """2.x's OpenAI model that sends ``tool_choice: "auto"`` with the tools when the caller
+    sets none (``model.compat.tool_choice_auto``)."""
+
+    async def __call__(
+        self,
+        messages: list[Msg],
+        tools: list[dict] | None = None,
+        tool_choice: ToolChoice | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        if tools and tool_choice is None:
+            tool_choice = ToolChoice(mode="auto")
+        return await super().__call__(messages, tools, tool_choice, **kwargs)
+
 
 _CLASSES = {
     "dashscope": ("DashScopeChatModel", "DashScopeCredential"),
@@ -82,6 +119,12 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
         if settings.base_url:
             fields["base_url"] = settings.base_url
         credential = credential_class(**fields)
+    extra: dict[str, Any] = {}
+    compat = settings.compat
+    if compat is not None and compat.tool_choice_auto:
+        model_class = OpenAIAutoToolChoiceModel
+    if compat is not None and compat.string_content:
+        extra["formatter"] = OpenAIStringContentFormatter()
     known = set(model_class.Parameters.model_fields)
     unknown = sorted(set(settings.options) - known)
     if unknown:
@@ -95,6 +138,7 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
             model=settings.model,
             parameters=model_class.Parameters(**settings.options),
             stream=settings.stream,
+            **extra,
         )
     except ImportError:
         raise ModelUnavailable(

@@ -179,6 +179,19 @@ def _http_error(exc: BaseException, settings: ModelSettings | None) -> str | Non
         if isinstance(status, int) and status >= 400:
             reason = " ".join(str(current).split())[:300] or type(current).__name__
             where = f" at {settings.base_url}" if settings and settings.base_url else ""
-            return f"the model server{where} answered HTTP {status}: {reason}"
+            return (
+                f"the model server{where} answered HTTP {status}: {reason}{_hint(status, settings)}"
+            )
         current = current.__cause__ or current.__context__
     return None
+
+
+def _hint(status: int, settings: ModelSettings | None) -> str:
+    """What to try when a strict OpenAI-compatible server fails on AgentScope's request shape."""
+    if settings is None or settings.provider != "openai-compatible" or status < 500:
+        return ""
+    if settings.compat is not None and settings.compat.string_content:
+        return ""
+    return (
+        " (a server that takes only string content, such as llama-cpp-python's, needs model.compat)"
+    )

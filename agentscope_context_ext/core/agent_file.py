@@ -12,6 +12,7 @@ agent runs with (``agentscope-context chat --agent agent.yaml``, ``build_agent("
       api_key_env: null                 # the variable holding the key; none for a local server
       stream: true
       options: {temperature: 0.2}       # generation options, passed to the provider as they are
+      compat: {string_content: true, tool_choice_auto: true}   # openai-compatible: strict servers
     tools:
       explorer: {roots: ["."]}          # read_file, list_dir and grep, confined to the roots
       functions: ["mypackage.tools:search_issues"]
@@ -29,13 +30,20 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from ._config_io import describe_errors, read_config_file
 from .config import ContextConfig
 from .errors import ConfigError
 
-__all__ = ["AgentFile", "ModelSettings", "ToolSettings", "load_agent_file"]
+__all__ = ["AgentFile", "ModelSettings", "OpenAICompatibility", "ToolSettings", "load_agent_file"]
 
 Provider = Literal["dashscope", "openai", "anthropic", "ollama", "openai-compatible"]
 
@@ -53,6 +61,19 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+class OpenAICompatibility(_Section):
+    """Request shapes for an OpenAI-compatible server stricter than OpenAI's own API (checked
+    against a loopback server imitating llama-cpp-python's, which answers HTTP 500 to a list
+    of content parts or a ``null`` content and calls no tool unless ``tool_choice`` is
+    ``auto``)."""
+
+    string_content: bool = False
+    """Send each message's content as one string (its text parts joined by newlines), and
+    ``""`` where OpenAI's format has ``null`` (an assistant turn with only tool calls)."""
+    tool_choice_auto: bool = False
+    """Send ``tool_choice: "auto"`` with the tools when the agent sets no tool choice."""
+
+
 class ModelSettings(_Section):
     """Which model the agent (and its compaction, Summarizer and consolidation) talks to."""
 
@@ -68,12 +89,24 @@ class ModelSettings(_Section):
     """Stream the answer (tool-call deltas included)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Generation options (``temperature``, ``max_tokens``, ...), passed on as they are."""
+    compat: OpenAICompatibility | None = None
+    """``openai-compatible`` only: request shapes a stricter server needs."""
 
     @field_validator("base_url")
     @classmethod
     def _is_http(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^/\s]+", value):
             raise ValueError(f"must be an http(s) URL, got {value!r}")
+        return value
+
+    @field_validator("compat")
+    @classmethod
+    def _openai_compatible_only(
+        cls, value: OpenAICompatibility | None, info: ValidationInfo
+    ) -> OpenAICompatibility | None:
+        provider = info.data.get("provider")
+        if value is not None and provider != "openai-compatible":
+            raise ValueError(f"only for provider openai-compatible, not {provider}")
         return value
 
     def key_env(self) -> str | None:

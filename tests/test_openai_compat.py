@@ -1,0 +1,183 @@
+"""``model.compat`` for ``provider: openai-compatible``, on either AgentScope major, through the
+real ``openai`` client against a loopback server that imitates llama-cpp-python's OpenAI server
+(no llama.cpp runs here): it answers HTTP 500 to a message whose content is a list of parts or
+``null``, and offers the tools to its model only when ``tool_choice`` is ``"auto"``. With
+``compat: {string_content: true, tool_choice_auto: true}`` a chat turn with a tool call works
+end to end; without it the server's error is one line, exit 2."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from llm_servers import ModelServer, Reply
+
+from agentscope_context_ext import ConfigError
+from agentscope_context_ext.cli import main
+from agentscope_context_ext.compat import agentscope_major
+from agentscope_context_ext.core.agent_file import load_agent_file
+
+TOOL = "harness_common:fetch" if agentscope_major() >= 2 else "agent_harness:fetch"
+BOTH = {"string_content": True, "tool_choice_auto": True}
+
+
+def _template_error(request: dict) -> str | None:
+    """What llama-cpp-python's chat template raises on a content that is not a string."""
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if not isinstance(content, str):
+            kind = "NoneType" if content is None else type(content).__name__
+            return f'can only concatenate str (not "{kind}") to str'
+    return None
+
+
+class LlamaCppLikeServer(ModelServer):
+    """The OpenAI protocol as llama-cpp-python's server answers it (an imitation): a content
+    that is not a string is HTTP 500 with its error body, and without ``tool_choice: "auto"``
+    its model is not shown the tools (so it calls none)."""
+
+    def __init__(self, respond) -> None:
+        super().__init__("openai", respond)
+        self.refused: list[dict] = []
+
+    def _openai(self, handler: Any, request: dict) -> None:
+        problem = _template_error(request)
+        if problem:
+            self.refused.append(request)
+            error = {"message": problem, "type": "internal_server_error", "param": None}
+            body = json.dumps({"error": {**error, "code": None}}).encode()
+            handler.send_response(500)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+            return
+        if request.get("tool_choice") != "auto":
+            request = {key: value for key, value in request.items() if key != "tools"}
+        super()._openai(handler, request)
+
+
+def fetching_model(request: dict) -> Reply:
+    """Calls ``fetch`` once when it is shown the tool, then reports."""
+    if any(message.get("role") == "tool" for message in request["messages"]):
+        return Reply("Fetched the document.")
+    if request.get("tools"):
+        return Reply("", [("call-1", "fetch", {"size_kb": 1, "seed": 7})])
+    return Reply("I have no tool to fetch it with.")
+
+
+def _chat(tmp_path: Path, monkeypatch, url: str, stream: bool, compat: dict | None) -> int:
+    model = {"provider": "openai-compatible", "model": "qwen", "base_url": url, "stream": stream}
+    if compat is not None:
+        model["compat"] = compat
+    spec = {
+        "model": model,
+        "tools": {"functions": [TOOL]},
+        "context": {"workspace": str(tmp_path / "ws"), "max_input_tokens": 16384},
+    }
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
+    monkeypatch.setattr("sys.stdin", io.StringIO("fetch document 7\n"))
+    return main(["chat", "--agent", str(tmp_path / "agent.yaml")])
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_with_compat_a_tool_call_works_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stream: bool
+) -> None:
+    with LlamaCppLikeServer(fetching_model) as server:
+        assert _chat(tmp_path, monkeypatch, server.url, stream, BOTH) == 0
+    assert "Fetched the document." in capsys.readouterr().out
+    assert server.refused == []
+    assert len(server.requests) == 2, "the tool call, then the answer"
+    for request in server.requests:
+        assert request["tool_choice"] == "auto" and request["tools"]
+        assert all(isinstance(m["content"], str) for m in request["messages"])
+    second = server.requests[1]["messages"]
+    call = next(m for m in second if m.get("tool_calls"))
+    assert call["content"] == "" and call["tool_calls"][0]["function"]["name"] == "fetch"
+    result = next(m for m in second if m["role"] == "tool")
+    assert result["tool_call_id"] == "call-1" and result["content"].startswith("7:00000 ")
+    system = second[0]
+    assert system["role"] == "system" and "helpful assistant" in system["content"]
+
+
+def test_without_compat_the_servers_error_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """(The clients retry an HTTP 500: the openai client twice, 2.x's model three times.)"""
+    with LlamaCppLikeServer(fetching_model) as server:
+        assert _chat(tmp_path, monkeypatch, server.url, True, None) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "internal error" not in err and "Traceback" not in err, err
+    assert f"the model server at {server.url} answered HTTP 500: " in err, err
+    assert "can only concatenate str (not" in err and "list" in err, err
+    assert err.endswith("such as llama-cpp-python's, needs model.compat)"), err
+    assert server.refused and all(r in server.requests for r in server.refused)
+
+
+def test_string_content_alone_gets_no_tool_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """Without tool_choice "auto" the server's model is not shown the tools: why the second
+    flag exists."""
+    with LlamaCppLikeServer(fetching_model) as server:
+        code = _chat(tmp_path, monkeypatch, server.url, False, {"string_content": True})
+    assert code == 0
+    assert "I have no tool to fetch it with." in capsys.readouterr().out
+    assert len(server.requests) == 1 and "tool_choice" not in server.requests[0]
+    assert server.requests[0]["tools"], "the tools were sent, without a tool choice"
+
+
+def test_the_compat_section_is_checked() -> None:
+    base = {"provider": "openai-compatible", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    assert load_agent_file({"model": {**base, "compat": BOTH}}).model.compat.tool_choice_auto
+    for model, fragment in (
+        ({**base, "compat": {"strings": True}}, "model.compat.strings: unknown key"),
+        ({**base, "compat": True}, "model.compat: Input should be a valid dictionary"),
+        (
+            {**base, "provider": "ollama", "compat": BOTH},
+            "model.compat: only for provider openai-compatible, not ollama",
+        ),
+    ):
+        with pytest.raises(ConfigError) as raised:
+            load_agent_file({"model": model})
+        assert fragment in str(raised.value), str(raised.value)
+
+
+def test_string_content_joins_text_parts_and_keeps_media() -> None:
+    from agentscope_context_ext.agentfile._openai_compatible import string_content
+
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "Be careful."}]},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "out"},
+        {"role": "user", "content": [{"type": "text", "text": "look"}, image]},
+    ]
+    before = json.dumps(messages)
+    plain = string_content(messages)
+    assert [m["content"] for m in plain[:4]] == ["Be careful.", "a\nb", "", "out"]
+    assert plain[4]["content"] == messages[4]["content"], "no string can carry the image"
+    assert plain[2]["tool_calls"] == [{"id": "c1"}]
+    assert json.dumps(messages) == before, "the caller's messages are left as they were"
+
+
+def test_the_documented_compat_examples_are_valid() -> None:
+    """README's agent file, and configs/agents/openai-compatible.yaml with its compat lines
+    uncommented, are agent files with the compat section they show."""
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```yaml\n# agent.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
+    assert load_agent_file(yaml.safe_load(block)).model.compat is not None
+    shipped = (root / "configs" / "agents" / "openai-compatible.yaml").read_text(encoding="utf-8")
+    lines = shipped.splitlines()
+    start = lines.index("  # compat:")
+    for index in range(start, start + 3):
+        lines[index] = "  " + lines[index].removeprefix("  # ")
+    compat = load_agent_file(yaml.safe_load("\n".join(lines))).model.compat
+    assert compat is not None and compat.string_content and compat.tool_choice_auto
