@@ -18,7 +18,7 @@ from agentscope_context_ext import (
     truncate_text_output,
 )
 from agentscope_context_ext.core.tools import make_read_file
-from agentscope_context_ext.core.truncation import count_lines, truncate_fresh
+from agentscope_context_ext.core.truncation import count_lines, notice_only, truncate_fresh
 
 PATH = "tool_result/0123456789abcdef0123456789abcdef.txt"
 
@@ -274,6 +274,32 @@ def test_excerpt_plus_continuation_is_the_original(tmp_path: Path, text: str, li
         assert out == text
         return
     assert _read_back(tmp_path, out) == text
-    # Stage two on top of stage one keeps the same guarantee.
+    # Stage two on top of stage one keeps the same guarantee, and so does the last resort
+    # before the window (the notice alone), and a user's message cut like an output.
     smaller = truncate_text_output(out, max_bytes=max(1, limit // 3))
     assert _read_back(tmp_path, smaller) == text
+    assert _read_back(tmp_path, notice_only(smaller)) == text
+    message = truncate_fresh(text, max_bytes=limit, file_path=PATH, message=True)
+    assert _read_back(tmp_path, message) == text
+
+
+def test_notice_only_keeps_where_reading_goes_on() -> None:
+    out = truncate_fresh(
+        "a" * 100 + "\nb", max_bytes=30, file_path=PATH, start_line=5, start_byte=7
+    )
+    alone = notice_only(out)
+    excerpt, notice = parts(alone)
+    assert excerpt == "" and notice.excerpt_bytes == 0
+    assert (notice.next_line, notice.next_byte) == (5, 7) and notice.file_path == PATH
+    assert "is not shown here" in alone
+    assert notice_only(alone) == alone, "already the notice alone"
+    assert truncate_text_output(alone, max_bytes=10) == alone, "stage two leaves it alone"
+    assert notice_only("plain text") is None
+
+
+def test_a_users_message_notice_says_so_and_round_trips() -> None:
+    out = truncate_fresh("x" * 500, max_bytes=100, file_path=PATH, message=True)
+    excerpt, notice = parts(out)
+    assert excerpt == "x" * 100 and notice.message and not notice.partial_read
+    assert "The message above was truncated" in out
+    assert notice.render() in out

@@ -78,14 +78,16 @@ def truncate_fresh(
     total_lines: int = 0,
     start_byte: int = 0,
     encoding: str = "utf-8",
+    message: bool = False,
 ) -> str:
     """Stage one without the dispatch: always treat ``text`` as new output.
 
     The post-tool hook uses this, so that a tool cannot forge a notice and make its output
-    look already truncated (and point at a file of its choosing).
+    look already truncated (and point at a file of its choosing). With ``message``, the notice
+    says that a user's message was cut, not a tool's output.
     """
     return _truncate_fresh(
-        text, start_line, total_lines, max_bytes, file_path, encoding, start_byte
+        text, start_line, total_lines, max_bytes, file_path, encoding, start_byte, message=message
     )
 
 
@@ -106,6 +108,7 @@ def _truncate_fresh(
     encoding: str,
     start_byte: int = 0,
     partial_read: bool = False,
+    message: bool = False,
 ) -> str:
     _check_args(max_bytes, start_line, start_byte)
     if encoded_size(text, encoding) <= max_bytes:
@@ -124,6 +127,7 @@ def _truncate_fresh(
         next_line=start_line,
         next_byte=0,
         partial_read=partial_read,
+        message=message,
     )
     return _cut(head, max_bytes, encoding, where)
 
@@ -139,6 +143,23 @@ def _retruncate(text: str, max_bytes: int, encoding: str = "utf-8") -> str:
     if len(data) <= max_bytes + RETRUNCATE_SLACK_BYTES:
         return text
     return _cut(data, max_bytes, encoding, replace(old, partial_read=False))
+
+
+def notice_only(text: str) -> str | None:
+    """A truncated text cut down to its notice alone: no excerpt, reading goes on where the
+    excerpt started (the last resort before a prompt would go over the window). ``None`` when
+    ``text`` carries no notice of ours; a text already cut to its notice comes back unchanged."""
+    parts = split_notice(text)
+    if parts is None:
+        return None
+    notice = replace(
+        parts[1],
+        excerpt_bytes=0,
+        next_line=parts[1].start_line,
+        next_byte=parts[1].first_byte,
+        partial_read=False,
+    )
+    return attach_notice("", notice)
 
 
 def _cut(data: bytes, max_bytes: int, encoding: str, where: TruncationNotice) -> str:

@@ -13,7 +13,9 @@ Layout of a truncated result::
     This excerpt starts at line {start_line} and covers the next {excerpt_bytes} bytes.
     If the current content is not enough, call `read_file` with file_path={path} start_line={n} to read more.
 
-When the excerpt ends inside a line, the continuation carries ``start_byte={k}`` (the byte
+The headline says what the excerpt is: a cut output (above), a partial read of a file, an
+output not shown at all (the excerpt is empty: the last resort before the window), or a user's
+message cut like an output. When the excerpt ends inside a line, the continuation carries ``start_byte={k}`` (the byte
 offset inside line ``n``) and a newline is inserted before the marker; when it ends at a line
 boundary the excerpt already ends with a newline and nothing is inserted. So the excerpt is
 recovered exactly from the text: everything before the marker line, minus the inserted newline
@@ -31,11 +33,13 @@ TRUNCATION_NOTICE_MARKER = "<<<TRUNCATED>>>"
 _HEADLINES = {
     "truncated": "The output above was truncated.",
     "partial": "The output above is a partial read of the file.",
+    "omitted": "The output is not shown here, to keep the prompt within the model's window.",
+    "message": "The message above was truncated: whole, it would take too much of the window.",
 }
 
 _NOTICE_RE = re.compile(
     r"<<<TRUNCATED>>>\n"
-    r"(?P<headline>The output above was truncated\.|The output above is a partial read of the file\.)\n"
+    rf"(?P<headline>{'|'.join(re.escape(line) for line in _HEADLINES.values())})\n"
     r"The full content is saved to the file and contains (?P<total_lines>\d+) lines in total\.\n"
     r"This excerpt starts at line (?P<start_line>\d+)(?: byte (?P<first_byte>\d+))?"
     r" and covers the next (?P<excerpt_bytes>\d+) bytes\.\n"
@@ -66,10 +70,17 @@ class TruncationNotice:
     """Byte offset inside ``next_line`` where reading continues (0 at a line boundary)."""
     partial_read: bool = False
     """The excerpt is a requested line range that fit, not a cut."""
+    message: bool = False
+    """What was cut is a user's message, not a tool's output."""
 
     def render(self) -> str:
         """The notice text, starting with the marker line and ending with a newline."""
-        headline = _HEADLINES["partial" if self.partial_read else "truncated"]
+        if self.message:
+            headline = _HEADLINES["message"]
+        elif self.partial_read:
+            headline = _HEADLINES["partial"]
+        else:
+            headline = _HEADLINES["omitted" if self.excerpt_bytes == 0 else "truncated"]
         starts = f"line {self.start_line}"
         if self.first_byte:
             starts += f" byte {self.first_byte}"
@@ -114,6 +125,7 @@ def split_notice(text: str) -> tuple[str, TruncationNotice] | None:
         next_line=int(match["next_line"]),
         next_byte=int(match["next_byte"] or 0),
         partial_read=match["headline"] == _HEADLINES["partial"],
+        message=match["headline"] == _HEADLINES["message"],
     )
     excerpt = text[:position]
     if notice.next_byte:
