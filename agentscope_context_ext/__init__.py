@@ -13,6 +13,8 @@ Public API (everything a user needs is importable from here):
   :class:`ContextManager`; on 1.x :class:`ContextReActAgent`, :class:`ContextMemory`; on 2.x
   :class:`ContextMiddleware`, :class:`ContextOffloader`; :class:`CompactSummary`
 - events: :class:`ContextEvent`, :class:`ContextStats`
+- errors: :class:`ContextExtError` and its subclasses (:class:`ConfigError`,
+  :class:`WorkspaceError`, :class:`WorkspaceWriteError`, :class:`ContextOverflowError`)
 - testing: ``agentscope_context_ext.testing.ScriptedChatModel``
 """
 
@@ -29,7 +31,13 @@ from .core.config import (
     TruncationConfig,
     load_config,
 )
-from .core.errors import ConfigError, ContextExtError, WorkspaceError, WorkspaceWriteError
+from .core.errors import (
+    ConfigError,
+    ContextExtError,
+    ContextOverflowError,
+    WorkspaceError,
+    WorkspaceWriteError,
+)
 from .core.events import ContextEvent, ContextStats
 from .core.longterm import LongTermMemory
 from .core.summary import CompactSummary
@@ -119,6 +127,7 @@ __all__ = [
     "ContextMemory",
     "ContextMiddleware",
     "ContextOffloader",
+    "ContextOverflowError",
     "ContextReActAgent",
     "ContextStats",
     "DialogRecord",

@@ -463,11 +463,14 @@ async def test_a_full_disk_never_sends_a_prompt_over_the_window(tmp_path, monkey
     ]
     assert violations(model) == 0
 
-    # Space again: the same agent saves what it kept, compacts and finishes the work.
+    # Space again: the same agent saves what it kept, cuts it (or compacts) and finishes.
     monkeypatch.undo()
     final = await agent.reply(UserMsg("user", "go on"))
     assert final.get_text_content() == "All done."
-    assert manager.stats.truncations == 14 and manager.stats.compactions >= 1
+    assert manager.stats.truncations == 14
+    for block in result_blocks(agent):  # each result left in the context is saved and cut
+        parts = split_notice(output(block))
+        assert parts is not None and (tmp_path / parts[1].file_path).is_file()
     assert all(model.counter.count_formatted(c.messages, c.tools) <= 16384 for c in model.calls)
     assert violations(model) == 0
     kept = set(result_ids(agent.state.context))
@@ -584,7 +587,10 @@ async def test_memory_md_is_in_the_system_prompt_and_the_summarizer_writes_it(tm
     await context.manager.drain()
     assert "port 8443 is the API" in (tmp_path / "Memory.md").read_text(encoding="utf-8")
     await agent.reply(UserMsg("user", "and now?"))
-    assert "port 8443 is the API" in json.dumps(model.calls[-1].messages[0])
+    await context.manager.drain()
+    # the agent's last call (Summarizer jobs of later compactions may have run after it)
+    agent_calls = [c for c in model.calls if "You work with tools" in json.dumps(c.messages[0])]
+    assert "port 8443 is the API" in json.dumps(agent_calls[-1].messages[0])
 
 
 async def test_the_readme_2x_example_runs(tmp_path, monkeypatch):

@@ -34,7 +34,13 @@ from agentscope_context_ext.core.longterm import (
 )
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
 
-from agent_harness import CONSOLIDATOR_MARKER, SUMMARIZER_MARKER, is_compaction_call, model_summary
+from agent_harness import (
+    CONSOLIDATOR_MARKER,
+    SUMMARIZER_MARKER,
+    is_compaction_call,
+    make_text,
+    model_summary,
+)
 
 
 def text(response) -> str:
@@ -321,7 +327,8 @@ async def test_summarizer_does_not_block_the_turn(workspace: Path) -> None:
         return "answer"
 
     agent, manager = session_agent(workspace, ScriptedChatModel(respond))
-    await agent(Msg("user", "first", "user"))
+    # (long enough that a summary of it is smaller: a summary that is not is not used)
+    await agent(Msg("user", "first: " + make_text(6000, seed=1), "user"))
     await manager.compact_now()
     await agent(Msg("user", "second", "user"))  # completes while the Summarizer still waits
     assert manager.summarizer.pending() == 1

@@ -193,7 +193,9 @@ async def test_crash_between_dialog_write_and_memory_update_loses_nothing(
     assert in_memory <= set(ids) | {m.id for m in fresh.memory.messages}
 
 
-async def test_oversized_newest_message_overflows_without_looping(workspace: Path) -> None:
+async def test_oversized_newest_message_is_offloaded_without_looping(workspace: Path) -> None:
+    """A user message larger than the window: kept (same id), its head and a notice in the
+    prompt, the whole text saved where read_file reads it; no prompt over the window."""
     model = ScriptedChatModel(["first answer", "second answer", "third answer"])
     toolkit = Toolkit()
     agent = ReActAgent(
@@ -210,15 +212,20 @@ async def test_oversized_newest_message_overflows_without_looping(workspace: Pat
     events = []
     manager.subscribe(events.append)
     await agent(Msg("user", "small question", "user"))
-    huge = Msg("user", "please read: " + make_text(40 * 1024, seed=3), "user")
+    text = "please read: " + make_text(40 * 1024, seed=3)
+    huge = Msg("user", text, "user")
     await agent(huge)
-    assert [e for e in events if e.type == "context_overflow"]
-    assert huge.id in [m.id for m in agent.memory.messages], "the user's message is kept"
-    assert "please read: 3:00000" in model.calls[1].text, "and the model saw it"
+    offloaded = [e for e in events if e.type == "user_message_offloaded"]
+    assert len(offloaded) == 1
+    kept = agent.memory.get(huge.id)
+    assert kept is not None, "the user's message is kept"
+    excerpt, notice = split_notice(kept.content)
+    assert text.startswith(excerpt) and "please read: 3:00000" in model.calls[1].text
+    assert (workspace / notice.file_path).read_text(encoding="utf-8") == text
     await agent(Msg("user", "and now?", "user"))
     assert manager.stats.counts["compaction_started"] <= 2, "a bounded number of compactions"
-    kept_or_saved = {m.id for m in agent.memory.messages} | DialogStore(workspace).message_ids()
-    assert huge.id in kept_or_saved
+    counter = manager.counter
+    assert all(counter.count_formatted(call.messages, call.tools) <= 8192 for call in model.calls)
 
 
 async def test_many_compactions_keep_one_raw_dialog_line_per_file(workspace: Path) -> None:

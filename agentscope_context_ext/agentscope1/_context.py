@@ -17,13 +17,13 @@ from agentscope.formatter import FormatterBase
 from agentscope.message import Msg, TextBlock
 
 from ..core.messages import MEDIA_KINDS, Message
-from ..core.pipeline import ResultChange, ResultSlot, SavedText, message_bound
+from ..core.pipeline import ResultChange, ResultSlot, SavedText, TextSlot, message_bound
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
 from ..core.truncation import sendable_text
 from ._convert import media_of, output_text, to_view
 from ._memory import ContextMemory
-from ._messages import result_state
+from ._messages import result_state, text_state
 
 __all__ = ["AgentScopeContext"]
 
@@ -139,6 +139,39 @@ class AgentScopeContext:
                 )
                 edited = True
         if edited:  # an untouched message keeps its token count
+            self.memory.touch(msg_id)
+
+    # ------------------------------------------------------------ user texts
+
+    def user_text_slots(self, msg_id: str) -> list[TextSlot]:
+        msg = self._get(msg_id)
+        if msg.role != "user":
+            return []
+        if isinstance(msg.content, str):
+            places = [(0, msg.content)]
+        else:
+            places = [
+                (i, block["text"])
+                for i, block in enumerate(msg.content)
+                if isinstance(block, dict)
+                and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+            ]
+        states = text_state(msg) if places else {}
+        return [
+            TextSlot(f"{msg_id}#{index}", text, states.setdefault(str(index), {}))
+            for index, text in places
+        ]
+
+    def apply_texts(self, msg_id: str, changes: dict[str, str]) -> None:
+        msg = self._get(msg_id)
+        for key, text in changes.items():
+            index = int(key.rsplit("#", 1)[1])
+            if isinstance(msg.content, str):
+                msg.content = sendable_text(text)
+            else:
+                msg.content[index]["text"] = sendable_text(text)
+        if changes:
             self.memory.touch(msg_id)
 
     # ---------------------------------------------------------------- counting

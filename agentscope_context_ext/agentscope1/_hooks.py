@@ -3,19 +3,19 @@
 ``post_acting`` runs stage one on the results that just arrived (the design's post-tool hook);
 ``pre_reasoning`` (or ``pre_reply``) shows the current ``Memory.md`` and runs the pipeline
 before the model call. The usage tap's callback compares the provider's count with ours. A hook
-never breaks the agent: a failure is a ``warning`` event. The one exception is on purpose: when
-the workspace refuses writes and the prompt would go over the window, ``pre_reasoning`` raises
-:class:`WorkspaceWriteError` to the caller instead of letting the agent send it.
+never breaks the agent: a failure is a ``warning`` event. The exceptions are on purpose: when
+the prompt would go over the window, ``pre_reasoning`` raises :class:`WorkspaceWriteError` (the
+workspace refuses writes) or :class:`ContextOverflowError` (what cannot be offloaded does not
+fit) to the caller instead of letting the agent send it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
-from ..core.errors import WorkspaceWriteError
+from ..core.errors import ContextOverflowError, WorkspaceWriteError
 from ..core.events import ContextStats
 from ..core.pipeline import ContextPipeline
 from ._longterm import LongTermMemoryService
@@ -35,8 +35,6 @@ class PipelineHooks:
         stats (`ContextStats`): Where the time spent in the hooks is added up.
         memory (`ContextMemory`): The agent's memory.
         long_term (`LongTermMemoryService | None`): Long-term memory, if on.
-        offer_tools (`Callable | None`): The tool schemas the model is shown, from the
-            toolkit's (``ManagerBase.offered_tools``).
     """
 
     def __init__(
@@ -46,10 +44,8 @@ class PipelineHooks:
         stats: ContextStats,
         memory: ContextMemory,
         long_term: LongTermMemoryService | None,
-        offer_tools: Callable[[list[dict]], list[dict]] | None = None,
     ) -> None:
         self.agent = agent
-        self.offer_tools = offer_tools
         self.pipeline = pipeline
         self.stats = stats
         self.memory = memory
@@ -77,7 +73,7 @@ class PipelineHooks:
                 await self.bus.emit("warning", where="long_term_memory", error=repr(exc)[:300])
         try:
             await self.pipeline.before_reasoning(self.sys_prompt(), self.tool_schemas())
-        except WorkspaceWriteError:
+        except (WorkspaceWriteError, ContextOverflowError):
             raise  # the prompt would exceed the window: the caller must know
         except Exception as exc:
             logger.exception("context pipeline failed")
@@ -102,6 +98,6 @@ class PipelineHooks:
             return ""
 
     def tool_schemas(self) -> list[dict]:
-        """The tool schemas the model is shown now."""
-        schemas = self.agent.toolkit.get_json_schemas()
-        return self.offer_tools(schemas) if self.offer_tools is not None else schemas
+        """Every tool schema of the agent's toolkit (the pipeline counts those the model is
+        shown)."""
+        return self.agent.toolkit.get_json_schemas()

@@ -20,6 +20,7 @@ them all. Nothing is monkey-patched.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from ..core.longterm import (
 )
 from ..core.manager import ManagerBase
 from ..core.pipeline import build_pipeline
+from ..core.provider_errors import LengthRejection
 from ..core.tokens import known_max_input_tokens
 from ..core.workspace import ToolResultStore, open_workspace
 from ._attachment import Attachment, adopt_memory
@@ -140,7 +142,6 @@ class ContextManager(ManagerBase):
             self.bus.stats,
             self.memory,
             self.long_term_service,
-            self.offered_tools,
         )
         self._attach()
 
@@ -157,7 +158,10 @@ class ContextManager(ManagerBase):
             )
             attachment.set_attribute("compression_config", None)
         attachment.set_attribute(
-            "model", UsageTap(agent.model, self.record_usage, self.offered_tools)
+            "model",
+            UsageTap(
+                agent.model, self._usage_seen, self.offered_tools, self._prompt_after_rejection
+            ),
         )
         if config.tools.read_file:
             attachment.register_tool(
@@ -205,6 +209,20 @@ class ContextManager(ManagerBase):
     """Same as :meth:`detach`."""
 
     # --------------------------------------------------------------- helpers
+
+    async def _usage_seen(self, tokens: int, tools: list[dict] | None, tool_choice: Any) -> None:
+        await self.record_usage(tokens, (self.hooks.sys_prompt(), tools or []), tool_choice)
+
+    async def _prompt_after_rejection(self, rejection: LengthRejection) -> list[dict]:
+        """The provider rejected a reasoning call for its length: compact, and the prompt
+        formatted again as ``ReActAgent._reasoning`` formats it, for one retry."""
+        started = time.perf_counter()
+        try:
+            await self.recover_overflow(rejection)
+        finally:
+            self.stats.hook_seconds += time.perf_counter() - started
+        msgs = [Msg("system", self.hooks.sys_prompt(), "system"), *await self.memory.get_memory()]
+        return await self.agent.formatter.format(msgs)
 
     async def _print_notice(self, text: str) -> None:
         # A status message for the console and AgentScope Studio; never stored in memory.

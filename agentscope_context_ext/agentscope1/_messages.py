@@ -20,6 +20,7 @@ __all__ = [
     "result_state",
     "summary_message",
     "summary_of",
+    "text_state",
 ]
 
 SUMMARY_MSG_NAME = "context_summary"
@@ -83,6 +84,14 @@ def result_state(msg: Msg) -> dict[str, dict[str, Any]]:
         msg.metadata = {}
     record = msg.metadata.setdefault(META_KEY, {})
     return record.setdefault("results", {})
+
+
+def text_state(msg: Msg) -> dict[str, dict[str, Any]]:
+    """The records of ``msg``'s offloaded text parts, by part (created on first use)."""
+    if not isinstance(msg.metadata, dict):
+        msg.metadata = {}
+    record = msg.metadata.setdefault(META_KEY, {})
+    return record.setdefault("texts", {})
 
 
 def has_tool_results(msg: Msg) -> bool:

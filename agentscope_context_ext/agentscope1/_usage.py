@@ -1,23 +1,30 @@
-"""Listening to the provider's own token count (SPEC 5.1).
+"""Listening to the provider (SPEC 4.3, 5.1).
 
-``UsageTap`` wraps the agent's chat model and reports ``ChatResponse.usage.input_tokens`` of
-every call (streamed or not) to a callback, and passes on the tool schemas the manager offers
-(the dialog tools once there is a dialog, as 2.x's ``on_model_call`` does); the manager compares it with its own count
-(``stats.token_count_error``) and, with ``calibrate_with_usage``, shifts its budget by the gap.
-AgentScope 1.x keeps no usage where a hook could read it, so wrapping the model is the only way
-to see it; the wrapper is a proper ``ChatModelBase`` whose ``model_name`` and ``stream`` are the
-wrapped model's (``ReActAgent`` flips ``stream`` during knowledge retrieval), and detaching the
-manager puts the original model back.
+``UsageTap`` wraps the agent's chat model. It passes on the tool schemas the manager offers (the
+dialog tools once there is a dialog, as 2.x's ``on_model_call`` does), reports
+``ChatResponse.usage.input_tokens`` of every call (streamed or not) with the call's tools and
+tool choice (the manager compares like calls with its own count: ``stats.token_count_error``
+and, with ``calibrate_with_usage``, the shift), and when the provider rejects a call for its
+length, asks the manager to compact and retries once with the prompt formatted again (a second
+rejection is raised as it is).
+
+AgentScope 1.x keeps no usage where a hook could read it and calls the model straight from
+``_reasoning``, so wrapping the model is the only way to see both; the wrapper is a proper
+``ChatModelBase`` whose ``model_name`` and ``stream`` are the wrapped model's (``ReActAgent``
+flips ``stream`` during knowledge retrieval), and detaching the manager puts the original model
+back.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
+
+from ..core.provider_errors import LengthRejection, length_rejection, with_first_chunk
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -32,55 +39,80 @@ def _forwarded(name: str) -> property:
 
 
 class UsageTap(ChatModelBase):
-    """A transparent wrapper of a chat model that reports input-token usage.
+    """A transparent wrapper of a chat model that reports input-token usage and recovers from
+    a length rejection once.
 
     Args:
         inner (`ChatModelBase`): The real model.
-        on_usage (`Callable[[int], Any]`): Called (and awaited, if async) with
-            ``usage.input_tokens`` of each response.
+        on_usage (`Callable`): Called (and awaited, if async) with ``usage.input_tokens`` of
+            each response, the tool schemas the call was given and its tool choice.
         offer_tools (`Callable[[list[dict]], list[dict]] | None`): The tool schemas the model
             is shown, from those the agent passes (``ManagerBase.offered_tools``).
+        on_rejected (`Callable | None`): Called with the provider's length rejection of a
+            call with tools (a reasoning call); returns the prompt to retry with, formatted
+            again after a compaction.
     """
 
     def __init__(
         self,
         inner: ChatModelBase,
-        on_usage: Callable[[int], Any],
+        on_usage: Callable[[int, list[dict] | None, Any], Any],
         offer_tools: Callable[[list[dict]], list[dict]] | None = None,
+        on_rejected: Callable[[LengthRejection], Awaitable[list[dict]]] | None = None,
     ) -> None:
         self.inner = inner
         self._on_usage = on_usage
         self._offer_tools = offer_tools
+        self._on_rejected = on_rejected
         super().__init__(model_name=inner.model_name, stream=inner.stream)
 
     model_name = _forwarded("model_name")
     stream = _forwarded("stream")
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._offer_tools is not None and isinstance(kwargs.get("tools"), list):
-            kwargs["tools"] = self._offer_tools(kwargs["tools"])
-        response = await self.inner(*args, **kwargs)
+        tools = kwargs.get("tools")
+        if self._offer_tools is not None and isinstance(tools, list):
+            tools = kwargs["tools"] = self._offer_tools(tools)
+        try:
+            response = await with_first_chunk(await self.inner(*args, **kwargs))
+        except Exception as exc:
+            rejection = length_rejection(exc)
+            # Only the reasoning call (the one with tools) is the agent's memory formatted
+            # as it stands; another call's prompt cannot be built again here.
+            if rejection is None or self._on_rejected is None or not isinstance(tools, list):
+                raise
+            prompt = await self._on_rejected(rejection)
+            if args:
+                args = (prompt, *args[1:])
+            else:
+                kwargs["messages"] = prompt
+            if self._offer_tools is not None:
+                tools = kwargs["tools"] = self._offer_tools(tools)
+            response = await self.inner(*args, **kwargs)  # a second rejection is raised
+        tool_choice = kwargs.get("tool_choice")
         if inspect.isasyncgen(response):
-            return self._relay(response)
-        await self._report(response)
+            return self._relay(response, tools, tool_choice)
+        await self._report(response, tools, tool_choice)
         return response
 
     async def _relay(
-        self, chunks: AsyncGenerator[ChatResponse, None]
+        self, chunks: AsyncGenerator[ChatResponse, None], tools: Any, tool_choice: Any
     ) -> AsyncGenerator[ChatResponse, None]:
         last = None
         async for chunk in chunks:
             last = chunk
             yield chunk
-        await self._report(last)
+        await self._report(last, tools, tool_choice)
 
-    async def _report(self, response: Any) -> None:
+    async def _report(self, response: Any, tools: Any, tool_choice: Any) -> None:
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "input_tokens", None)
         if isinstance(tokens, int) and tokens > 0:
             # Bookkeeping must never break a model call.
             try:
-                result = self._on_usage(tokens)
+                result = self._on_usage(
+                    tokens, tools if isinstance(tools, list) else None, tool_choice
+                )
                 if inspect.isawaitable(result):
                     await result
             except Exception:

@@ -29,7 +29,7 @@ from agentscope.message import (
 )
 
 from ..core.messages import Message
-from ..core.pipeline import ResultChange, ResultSlot, SavedText, message_bound
+from ..core.pipeline import ResultChange, ResultSlot, SavedText, TextSlot, message_bound
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
 from ..core.truncation import sendable_text
@@ -293,6 +293,38 @@ class AgentStateContext:
                 )
                 edited = True
         if edited:  # an untouched segment keeps its token count
+            self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
+            self._changed.add(msg_id)
+            self._settled = None
+
+    def user_text_slots(self, msg_id: str) -> list[TextSlot]:
+        segment = self._get(msg_id)
+        if segment.msg.role != "user":
+            return []
+        places = [
+            i
+            for i in range(segment.start, segment.end)
+            if isinstance(segment.msg.content[i], TextBlock)
+        ]
+        if not places:
+            return []
+        metadata = segment.msg.metadata
+        states = metadata.setdefault(META_KEY, {}).setdefault("texts", {})
+        return [
+            TextSlot(
+                f"{msg_id}#{i}",
+                segment.msg.content[i].text,
+                states.setdefault(str(segment.msg.content[i].id or i), {}),
+            )
+            for i in places
+        ]
+
+    def apply_texts(self, msg_id: str, changes: dict[str, str]) -> None:
+        segment = self._get(msg_id)
+        for key, text in changes.items():
+            block = segment.msg.content[int(key.rsplit("#", 1)[1])]
+            block.text = sendable_text(text)
+        if changes:
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)
             self._settled = None

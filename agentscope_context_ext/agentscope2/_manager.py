@@ -27,14 +27,14 @@ What each hook does:
   here (pending stage one, stage two, the token check, the pair-safe compaction with the
   dialog saved first) and 2.x's own compression is *not* called;
 - ``on_model_call``: the dialog tools are left out of the schemas until there is a dialog to
-  read (``ManagerBase.offered_tools``), and the provider's reported input tokens are compared
-  with ours (``stats.token_count_error``, ``calibrate_with_usage``);
+  read (``ManagerBase.offered_tools``), the provider's reported input tokens of a like call are
+  compared with ours (``stats.token_count_error``, ``calibrate_with_usage``), and a call the
+  provider rejects for its length is retried once after a compaction;
 - ``on_system_prompt``: ``Memory.md`` after the agent's system prompt.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import time
@@ -42,17 +42,18 @@ from collections.abc import AsyncGenerator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import DataBlock, HintBlock, ToolResultBlock
+from agentscope.message import DataBlock, HintBlock, ToolResultBlock, UserMsg
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
 from agentscope.tool import ToolResponse
 
 from ..core.config import ContextConfig
-from ..core.errors import ConfigError, ContextExtError, WorkspaceWriteError
+from ..core.errors import ConfigError, ContextExtError, ContextOverflowError, WorkspaceWriteError
 from ..core.events import ContextEvent, ContextStats, EventBus
 from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ManagerBase
 from ..core.pipeline import ResultSlot, build_pipeline
+from ..core.provider_errors import length_rejection, with_first_chunk
 from ..core.tokens import get_token_counter, known_max_input_tokens
 from ..core.workspace import ToolResultStore, open_workspace
 from ._context import AgentStateContext, changed_output
@@ -195,13 +196,24 @@ class ContextMiddleware(MiddlewareBase):
             tools = input_kwargs.get("tools")
             if tools:
                 input_kwargs = {**input_kwargs, "tools": manager.offered_tools(tools)}
-            response = await next_handler(**input_kwargs)
+            try:
+                response = await with_first_chunk(await next_handler(**input_kwargs))
+            except Exception as exc:
+                rejection = length_rejection(exc)
+                if rejection is None:
+                    raise
+                # The provider counted more than we did: compact, and retry once with the
+                # context as it is now (a second rejection is raised as it is).
+                await manager.recover_overflow(rejection)
+                input_kwargs = manager.retry_input(input_kwargs)
+                response = await next_handler(**input_kwargs)
         finally:
             self._running.discard("model")
         sent = _sent_parts(input_kwargs)
+        choice = input_kwargs.get("tool_choice")
         if inspect.isasyncgen(response):
-            return manager.relay_usage(response, sent)
-        await manager.usage_seen(response, sent)
+            return manager.relay_usage(response, sent, choice)
+        await manager.usage_seen(response, sent, choice)
         return response
 
     async def on_compress_context(
@@ -376,15 +388,13 @@ class ContextManager(ManagerBase):
         return response.model_copy(update={"content": changed_output(response.content, change)})
 
     async def run_pipeline(self, forced: bool = False, instructions: Any = None) -> None:
-        """The pipeline before a reasoning step (or a compaction asked for now). Shielded from
-        cancellation like 2.x's own compression: an interrupted reply never leaves the context
-        half compacted (the dialog is written before anything leaves the context)."""
-        task = asyncio.ensure_future(self._run(forced, instructions))
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            await task
-            raise
+        """The pipeline before a reasoning step (or a compaction asked for now). A caller that
+        gives up (a cancellation) stops it at its next wait, the summary model's answer
+        included: every step leaves the context whole at each wait (the dialog is written before
+        the summary is asked for, and the summary replaces the messages in one go), so an
+        interrupted compaction keeps its messages and their copy in ``dialog/`` is a duplicate,
+        never a loss."""
+        await self._run(forced, instructions)
 
     async def _run(self, forced: bool, instructions: Any) -> None:
         started = time.perf_counter()
@@ -410,7 +420,7 @@ class ContextManager(ManagerBase):
                     await self.pipeline.compact(sys_prompt, tools, extra, force=True)
                 else:
                     await self.pipeline.before_reasoning(sys_prompt, tools)
-        except WorkspaceWriteError:
+        except (WorkspaceWriteError, ContextOverflowError):
             raise  # the prompt would exceed the window: the caller must know
         except Exception as exc:
             logger.exception("context pipeline failed")
@@ -452,9 +462,10 @@ class ContextManager(ManagerBase):
         return self.long_term_service.system_prompt(prompt)
 
     async def prompt_parts(self) -> tuple[str, list[dict]]:
-        """The system prompt and tool schemas the agent sends now (2.x builds the system prompt
-        from its own text, skills, workspace instructions and the middlewares' transformers),
-        this package's tools included."""
+        """The system prompt and every tool schema the agent has now (2.x builds the system
+        prompt from its own text, skills, workspace instructions and the middlewares'
+        transformers), this package's tools included; the pipeline counts those the model is
+        shown."""
         await self.attach_tools()
         agent = self.agent
         build = getattr(agent, "_get_system_prompt", None)
@@ -463,21 +474,45 @@ class ContextManager(ManagerBase):
         else:
             sys_prompt = self.system_prompt(str(getattr(agent, "_system_prompt", "") or ""))
         tools = await self._schemas(agent.toolkit, agent.state.tool_context.activated_groups)
-        return sys_prompt, self.offered_tools(tools)
+        return sys_prompt, tools
 
-    async def usage_seen(self, response: Any, sent: tuple[str, list[dict]] | None = None) -> None:
+    def retry_input(self, model_kwargs: dict) -> dict:
+        """A model call's arguments again after a compaction: its system prompt, then the
+        context as 2.x builds it (the summary, then the messages), and the tools the model is
+        shown now."""
+        messages = list(model_kwargs.get("messages") or [])
+        state = self.agent.state
+        rebuilt = (
+            messages[:1] if messages and getattr(messages[0], "role", None) == "system" else []
+        )
+        if state.summary:
+            rebuilt.append(UserMsg(name="user", content=state.summary))
+        rebuilt.extend(state.context)
+        tools = model_kwargs.get("tools")
+        return {
+            **model_kwargs,
+            "messages": rebuilt,
+            "tools": self.offered_tools(tools) if tools else tools,
+        }
+
+    async def usage_seen(
+        self, response: Any, sent: tuple[str, list[dict]] | None = None, tool_choice: Any = None
+    ) -> None:
         """Record the provider's input tokens of one (final) model response, if it has them
         (``sent``: the call's system prompt and tools, see :func:`_sent_parts`)."""
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "input_tokens", None)
         if isinstance(tokens, int) and tokens > 0:
             try:
-                await self.record_usage(tokens, sent)
+                await self.record_usage(tokens, sent, tool_choice)
             except Exception as exc:  # noqa: BLE001 - a count that fails must not fail the call
                 await self.bus.emit("warning", where="usage", error=repr(exc)[:300])
 
     async def relay_usage(
-        self, chunks: AsyncGenerator, sent: tuple[str, list[dict]] | None = None
+        self,
+        chunks: AsyncGenerator,
+        sent: tuple[str, list[dict]] | None = None,
+        tool_choice: Any = None,
     ) -> AsyncGenerator:
         """Pass a streamed response through; the last chunk's usage is recorded."""
         last = None
@@ -485,7 +520,7 @@ class ContextManager(ManagerBase):
             last = chunk
             yield chunk
         if last is not None:
-            await self.usage_seen(last, sent)
+            await self.usage_seen(last, sent, tool_choice)
 
     # ---------------------------------------------------------------- public
 

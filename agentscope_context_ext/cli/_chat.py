@@ -204,8 +204,10 @@ def run_chat(
 
     async def command(text: str) -> bool:
         if text == "/compact":
+            before = manager.stats.compactions
             count = await manager.compact_now()
-            say(f"[context] compacted on request: the prompt is now {count.total:,} tokens")
+            done = "compacted on request" if manager.stats.compactions > before else "no compaction"
+            say(f"[context] {done}: the next prompt is {count.total:,} tokens")
         elif text == "/context":
             count = await manager.count()
             compaction = (
@@ -213,10 +215,15 @@ def run_chat(
                 if last
                 else "no compaction yet"
             )
+            shift = (
+                f", the provider's count over ours {count.calibration:+,}"
+                if count.calibration
+                else ""
+            )
             say(
                 f"[context] {count.total:,} tokens now (system {count.system:,}, summary and "
-                f"memory {count.head:,}, messages {count.messages:,}, tools {count.tools:,}) of a "
-                f"{manager.max_input_tokens:,}-token window; compaction at "
+                f"memory {count.head:,}, messages {count.messages:,}, tools {count.tools:,}"
+                f"{shift}) of a {manager.max_input_tokens:,}-token window; compaction at "
                 f"{manager.pipeline.trigger_tokens:,}; {compaction}"
             )
         elif text == "/memory":

@@ -42,3 +42,35 @@ class WorkspaceWriteError(WorkspaceError):
 
     def __reduce__(self):  # picklable across processes, like any OSError subclass should be
         return (type(self), (str(self), self.path, self.tokens, self.max_input_tokens))
+
+
+class ContextOverflowError(ContextExtError):
+    """The prompt does not fit the window even with everything that can leave it offloaded.
+
+    Raised before the model call: every tool result is down to its notice and every large user
+    message is offloaded, and what cannot be offloaded (the system prompt, the tool schemas, the
+    summary, the notices) still takes more than ``max_input_tokens``. Nothing is lost: the
+    messages stay in memory and on disk. Shorten the system prompt, offer fewer tools, or use a
+    model with a larger window.
+
+    Attributes:
+        tokens (`int`): The prompt's tokens.
+        max_input_tokens (`int`): The window.
+        parts (`dict[str, int]`): What took the room, in tokens: ``system``, ``tools``,
+            ``summary`` (the messages in front of the live ones) and ``messages``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        tokens: int = 0,
+        max_input_tokens: int = 0,
+        parts: dict[str, int] | None = None,
+    ):
+        super().__init__(message)
+        self.tokens = tokens
+        self.max_input_tokens = max_input_tokens
+        self.parts = dict(parts or {})
+
+    def __reduce__(self):  # picklable across processes, with its figures
+        return (type(self), (str(self), self.tokens, self.max_input_tokens, self.parts))

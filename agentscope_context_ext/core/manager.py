@@ -11,18 +11,10 @@ from typing import Any
 
 from .events import ContextEvent, ContextStats, EventBus
 from .longterm import ConsolidationResult, LongTermMemory, LongTermService, SummarizerService
-from .pipeline import ContextCount, ContextPipeline
+from .pipeline import DIALOG_TOOL_NAMES, ContextCount, ContextPipeline, tool_name
+from .provider_errors import LengthRejection
 
 __all__ = ["DIALOG_TOOL_NAMES", "ManagerBase"]
-
-DIALOG_TOOL_NAMES = frozenset({"read_dialog", "search_dialog"})
-"""The dialog tools: shown to the model once there is a dialog to read."""
-
-
-def tool_name(schema: dict) -> str:
-    """The name in one tool schema (OpenAI's ``{"function": {"name": ...}}`` or a bare one)."""
-    function = schema.get("function")
-    return str((function if isinstance(function, dict) else schema).get("name", ""))
 
 
 class ManagerBase(ABC):
@@ -32,42 +24,45 @@ class ManagerBase(ABC):
     pipeline: ContextPipeline
     long_term_service: LongTermService | None
 
-    _dialog_shown = False
-    _dialog_checked = False
-
     @abstractmethod
     async def prompt_parts(self) -> tuple[str, list[dict]]:
-        """The system prompt and the tool schemas the agent sends now."""
+        """The system prompt and every tool schema of the agent now (the pipeline counts those
+        the model is shown, :meth:`offered_tools`)."""
 
     def offered_tools(self, schemas: list[dict]) -> list[dict]:
         """``schemas`` as the model should see them: without ``read_dialog`` and
-        ``search_dialog`` until there is a dialog to read (a compaction happened, the context
-        holds a summary, or the workspace has dialog files from before). Until then they could
-        only answer "nothing was compacted", and their schemas would cost every prompt; from
-        then on they stay, so the tool list changes once at most. A model that calls one anyway
-        is answered: the tools stay registered."""
-        if self._dialog_shown or not any(tool_name(s) in DIALOG_TOOL_NAMES for s in schemas):
-            return schemas
-        if self.stats.compactions or self.pipeline.port.summary is not None:
-            self._dialog_shown = True
-        elif not self._dialog_checked:
-            self._dialog_checked = True  # dialog files from before: listed once
-            self._dialog_shown = bool(self.pipeline.parts.compaction.dialog.files())
-        if self._dialog_shown:
-            return schemas
-        return [s for s in schemas if tool_name(s) not in DIALOG_TOOL_NAMES]
+        ``search_dialog`` until there is a dialog to read (see ``core.pipeline.ToolOffer``)."""
+        return self.pipeline.offered_tools(schemas)
 
     async def record_usage(
-        self, provider_input_tokens: int, sent: tuple[str, list[dict]] | None = None
+        self,
+        provider_input_tokens: int,
+        sent: tuple[str, list[dict]] | None = None,
+        tool_choice: object = None,
     ) -> None:
         """Compare the provider's input-token count of the prompt just sent with ours
         (``stats.token_count_error``; with ``calibrate_with_usage`` the next counts shift by
-        the gap). ``sent``: the system prompt and tool schemas of that call, where the adapter
-        sees them (else they are built again)."""
+        the gap). Only a like call counts: one sent with the tool list the pipeline counted
+        before it and a tool choice other than ``none`` (a final call without tools, or one
+        whose tools cannot be used, is not the prompt the trigger is about). ``sent``: the
+        system prompt and tool schemas of that call, as the adapter saw them."""
+        if sent is None:
+            return
+        sys_prompt, tools = sent
+        names = tuple(tool_name(tool) for tool in self.offered_tools(tools))
+        choice = getattr(tool_choice, "mode", tool_choice)
+        if names != self.pipeline.counted_tools or choice == "none":
+            return
         # The prompt just sent was built from the context as it is now: count it exactly.
-        sys_prompt, tools = sent if sent is not None else await self.prompt_parts()
         count = await self.pipeline.count(sys_prompt, tools)
         self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
+
+    async def recover_overflow(self, rejection: LengthRejection) -> ContextCount:
+        """The provider rejected a call for its length: compact for one retry and learn the
+        gap (``ContextPipeline.recover_overflow``). Raises ``ContextOverflowError`` when the
+        prompt still cannot fit."""
+        sys_prompt, tools = await self.prompt_parts()
+        return await self.pipeline.recover_overflow(sys_prompt, tools, rejection)
 
     @property
     def stats(self) -> ContextStats:

@@ -33,11 +33,15 @@ def recovery_problems(
             problems.append(f"{original.id}: missing from memory and dialog/")
             continue
         if isinstance(original.content, str) or isinstance(kept.content, str):
-            if original.content != kept.content:
+            if not _same_text(original.content, kept.content, storage):
                 problems.append(f"{original.id}: text differs")
             continue
         for before, after in zip(original.content, kept.content, strict=False):
             if before == after:
+                continue
+            if before.get("type") == "text" and after.get("type") == "text":
+                if not _same_text(before.get("text"), after.get("text"), storage):
+                    problems.append(f"{original.id}: a text block differs")
                 continue
             if before.get("type") != "tool_result":
                 problems.append(f"{original.id}: a {before.get('type')} block differs")
@@ -48,6 +52,18 @@ def recovery_problems(
         if len(original.content) != len(kept.content):
             problems.append(f"{original.id}: block count differs")
     return problems
+
+
+def _same_text(original: object, kept: object, storage: Storage) -> bool:
+    """Whether ``kept`` is ``original``, or a notice whose saved file holds it (a user's text
+    offloaded because it alone would not fit the window)."""
+    if original == kept:
+        return True
+    parts = split_notice(kept) if isinstance(kept, str) else None
+    if parts is None or not isinstance(original, str):
+        return False
+    data = storage.read(parts[1].file_path)
+    return data is not None and data.decode("utf-8", errors="replace") == original
 
 
 def _result_problem(before: dict, after: dict, storage: Storage) -> str | None:

@@ -23,6 +23,7 @@ from agentscope.tool import Toolkit
 
 from ..agentscope1 import enable_context_management, has_tool_results
 from ..core.config import ContextConfig
+from ..core.errors import ContextOverflowError
 from ..testing import ScriptedChatModel
 from ._checks import prompt_pair_violations
 from ._importers import Transcript
@@ -76,7 +77,11 @@ async def replay_transcript(
         if msg.role == "assistant":
             step_no["n"] += 1
             tick = time.perf_counter()
-            await manager.hooks.pre_reasoning(agent, {})
+            refused = False
+            try:
+                await manager.hooks.pre_reasoning(agent, {})
+            except ContextOverflowError:
+                refused = True  # not sent; the recorded answer still comes next
             hook = time.perf_counter() - tick
             hook_total += hook
             prompt = await agent.formatter.format(
@@ -87,7 +92,8 @@ async def replay_transcript(
                 json.dumps(m, ensure_ascii=False, sort_keys=True, default=str) for m in prompt
             ]
             stable = previous is not None and rendered[: len(previous)] == previous
-            previous = rendered
+            if not refused:
+                previous = rendered
             record = StepRecord(
                 step=step_no["n"],
                 prompt_tokens=tokens,
@@ -96,8 +102,13 @@ async def replay_transcript(
                 stable_prefix=stable,
                 compactions=manager.stats.compactions,
                 hook_seconds=round(hook, 6),
+                refused=refused,
             )
-            if tokens > manager.max_input_tokens and step_no["n"] not in overflow_steps:
+            if (
+                not refused
+                and tokens > manager.max_input_tokens
+                and step_no["n"] not in overflow_steps
+            ):
                 result.unexplained_over_window += 1
             result.steps.append(record)
             if on_step is not None:

@@ -39,6 +39,7 @@ from agentscope.tool import FunctionTool, Toolkit
 
 from ..agentscope2 import ContextMiddleware, output_text
 from ..core.config import ContextConfig
+from ..core.errors import ContextOverflowError
 from ..core.truncation import split_notice
 from ..core.workspace import Storage
 from ..testing import ScriptedChatModel
@@ -240,26 +241,55 @@ async def replay_transcript(
     result.original_tokens = sum(manager.counter.count_text(t) for t in play.texts) + sum(
         manager.counter.count_text(t) for t in play.results.values()
     )
+    unplayed: set[str] = set()
     for index, (text, _) in enumerate(play.turns):
         turn[0] = index
-        await agent.reply(UserMsg("user", text))
+        try:
+            await agent.reply(UserMsg("user", text))
+        except ContextOverflowError as exc:
+            # Refused before it was sent: what cannot be offloaded does not fit the window. The
+            # rest of this reply was never played, so it is not in the context to recover.
+            steps.append(
+                StepRecord(
+                    step=len(steps) + 1,
+                    prompt_tokens=exc.tokens,
+                    messages=0,
+                    pair_violations=0,
+                    stable_prefix=False,
+                    compactions=manager.stats.compactions,
+                    hook_seconds=0.0,
+                    refused=True,
+                )
+            )
+            for recorded in replies[index]:
+                for block in recorded:
+                    unplayed.add(str(block.get("id") or block.get(block.get("type"), "")))
+            replies[index].clear()
     result.steps = steps
     result.stats = manager.stats.as_dict()
     result.overflow_events = manager.stats.counts["context_overflow"]
     result.seconds_hooks = manager.stats.hook_seconds
     if check_recovery:
         result.recovery_problems = recovery_problems(
-            play, agent.state.context, middleware.dialog_store, middleware.storage
+            play, agent.state.context, middleware.dialog_store, middleware.storage, unplayed
         )
     manager.detach()
     result.seconds_total = time.perf_counter() - started
     return result
 
 
-def recovery_problems(play: _Play, context: list[Msg], dialog: Any, storage: Storage) -> list[str]:
+def recovery_problems(
+    play: _Play,
+    context: list[Msg],
+    dialog: Any,
+    storage: Storage,
+    unplayed: set[str] = frozenset(),
+) -> list[str]:
     """Every way a recorded text, call or output is NOT recoverable byte for byte from the
-    context and ``dialog/`` (texts by content, calls and outputs by id; a cut output from the
-    saved file its notice names). Empty: all are."""
+    context and ``dialog/`` (texts by content, an offloaded user text and a cut output from
+    the saved file its notice names, calls and outputs by id). Empty: all are. ``unplayed``:
+    the texts and call ids of replies refused before they were played (never in the
+    context)."""
     texts: set[str] = set()
     calls: dict[str, str] = {}
     results: dict[str, str] = {}
@@ -271,6 +301,10 @@ def recovery_problems(play: _Play, context: list[Msg], dialog: Any, storage: Sto
         for block in msg.content:
             if isinstance(block, TextBlock):
                 texts.add(block.text)
+                parts = split_notice(block.text)
+                saved = storage.read(parts[1].file_path) if parts is not None else None
+                if saved is not None:  # a user's text offloaded whole
+                    texts.add(saved.decode("utf-8", errors="replace"))
             elif isinstance(block, ThinkingBlock):
                 texts.add(block.thinking)
             elif isinstance(block, ToolCallBlock):
@@ -278,14 +312,22 @@ def recovery_problems(play: _Play, context: list[Msg], dialog: Any, storage: Sto
             elif isinstance(block, ToolResultBlock):
                 results.setdefault(block.id, output_text(block.output))
     problems = [f"tool result {i}: its call is not in the transcript" for i in play.unpaired]
-    problems += [f"a text is missing: {t[:60]!r}" for t in play.texts if t and t not in texts]
+    problems += [
+        f"a text is missing: {t[:60]!r}"
+        for t in play.texts
+        if t and t not in texts and t not in unplayed
+    ]
     for call_id, arguments in play.calls.items():
+        if call_id in unplayed:
+            continue
         kept = calls.get(call_id)
         if kept is None:
             problems.append(f"tool call {call_id}: missing")
         elif json.loads(kept or "{}") != (arguments if isinstance(arguments, dict) else {}):
             problems.append(f"tool call {call_id}: its arguments differ")
     for call_id, original in play.results.items():
+        if call_id in unplayed:
+            continue
         kept = results.get(call_id)
         if kept is None:
             problems.append(f"tool result {call_id}: missing")

@@ -28,6 +28,9 @@ class StepRecord:
     """Compactions so far."""
     hook_seconds: float
     """Time spent in the hooks for this step."""
+    refused: bool = False
+    """The call was refused before it was sent (``ContextOverflowError``: what cannot be
+    offloaded does not fit the window); ``prompt_tokens`` is what it would have been."""
 
 
 @dataclass
@@ -48,11 +51,13 @@ class ReplayResult:
 
     def summary(self) -> dict:
         """The figures of the report (SPEC 10, BENCHMARKS B3/B4)."""
-        tokens = [s.prompt_tokens for s in self.steps]
-        stable = [s.stable_prefix for s in self.steps[1:]]
+        sent = [s for s in self.steps if not s.refused]
+        tokens = [s.prompt_tokens for s in sent]
+        stable = [s.stable_prefix for s in sent[1:]]
         return {
             "transcript": self.name,
             "steps": len(self.steps),
+            "refused_calls": len(self.steps) - len(sent),
             "max_input_tokens": self.max_input_tokens,
             "peak_prompt_tokens": max(tokens, default=0),
             "mean_prompt_tokens": round(sum(tokens) / len(tokens)) if tokens else 0,
@@ -66,7 +71,7 @@ class ReplayResult:
             "tokens_saved": self.stats.get("tokens_saved_by_truncation", 0)
             + self.stats.get("tokens_saved_by_compaction", 0),
             "original_tokens": self.original_tokens,
-            "pair_violations": sum(s.pair_violations for s in self.steps),
+            "pair_violations": sum(s.pair_violations for s in sent),
             "prefix_stability": round(sum(stable) / len(stable), 4) if stable else 1.0,
             "recoverable": not self.recovery_problems,
             "hook_seconds": round(self.seconds_hooks, 4),

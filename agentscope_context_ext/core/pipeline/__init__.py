@@ -7,13 +7,16 @@ from ._compaction import SUMMARY_FILE, Compaction, cut_item
 from ._compactor import CallModel, CompactionResult, Compactor, final_response
 from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
 from ._faults import SaveFault, SaveFaults
+from ._offer import DIALOG_TOOL_NAMES, ToolOffer, tool_name
 from ._pipeline import ContextPipeline, PipelineParts, PromptCount, build_pipeline
 from ._port import ContextPort, SavedText
-from ._slots import ResultChange, ResultSlot, TruncationOutcome, outcome_data
+from ._slots import ResultChange, ResultSlot, TextSlot, TruncationOutcome, outcome_data
 from ._stage_two import StageTwo
 from ._tool_results import ResultTruncator, StreamAllowance
+from ._window import WindowGuard
 
 __all__ = [
+    "DIALOG_TOOL_NAMES",
     "SUMMARY_FILE",
     "CallModel",
     "Compaction",
@@ -34,13 +37,17 @@ __all__ = [
     "SavedText",
     "StageTwo",
     "StreamAllowance",
+    "TextSlot",
+    "ToolOffer",
     "TruncationOutcome",
+    "WindowGuard",
     "build_pipeline",
     "choose_cut",
     "cut_item",
     "final_response",
     "message_bound",
     "outcome_data",
+    "tool_name",
     "tool_pairs",
     "valid_boundaries",
 ]

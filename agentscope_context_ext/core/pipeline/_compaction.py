@@ -8,10 +8,12 @@ that fails aborts the compaction before the model is called and keeps every mess
 (a fault the pipeline reports, see ``SaveFaults``).
 
 No thrashing: after a compaction the prompt must sit below the trigger with a margin; if it does
-not, the kept tail's tool results are cut to stage two too; if it still cannot fit, a
-``context_overflow`` event is emitted once per state and the call proceeds. After a failure,
-compaction is retried only once the prompt has grown by 5% of the window, or at once when the
-prompt is over the window.
+not, the kept tail's tool results are cut to stage two too (what runs when even that is not
+enough is ``WindowGuard``'s). After a failure, compaction is retried only once the prompt has
+grown by 5% of the window, or at once when the prompt is over the window. A summary that would
+not be smaller than what it replaces is not used. A compaction cancelled while the summary is
+being written (the caller gave up) stops there: the messages are still in memory, and their
+copy in ``dialog/`` is a duplicate the reader recognises, never a loss.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ..tokens import TokenCounter
 from ..workspace import DialogStore, ToolResultStore
 from ._checker import ContextChecker, ContextCount
 from ._compactor import Compactor
-from ._cut import CutItem, choose_cut, valid_boundaries
+from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
 from ._port import ContextPort
 from ._stage_two import StageTwo
@@ -101,7 +103,6 @@ class Compaction:
         self.on_compacted: Callable[[list[Any]], Awaitable[None]] | None = None
         """Called with the native messages each compaction removed (the Summarizer)."""
         self._failed_at: int | None = None
-        self._overflow_state: tuple[int, int] | None = None
 
     @property
     def trigger_tokens(self) -> int:
@@ -129,7 +130,7 @@ class Compaction:
             and count.total < self._failed_at + RETRY_GROWTH_SHARE * window
             and count.total <= window
         ):
-            return await self.overflow_if_needed(count)
+            return count
         ids = self.port.message_ids()
         tokens = await self.checker.message_tokens(self.port)
         items = [cut_item(self.port.view(msg_id), tokens.get(msg_id, 0)) for msg_id in ids]
@@ -143,19 +144,42 @@ class Compaction:
         cut = choose_cut(items, 0 if force else max(budget, 0))
         compactable = sum(item.tokens for item in items[:cut])
         if cut == 0 or (not force and compactable < MIN_COMPACTABLE_SHARE * window):
-            return await self.overflow_if_needed(count)
-        await self._compact(ids[:cut], count, len(ids) - cut, extra_instruction)
-        count = await self.count(sys_prompt, tools)
+            if force:
+                await self._notice(
+                    "[context] nothing to compact: the newest message is all there is."
+                )
+            return count
+        after = await self._compact(
+            sys_prompt,
+            tools,
+            ids[:cut],
+            count,
+            compactable,
+            len(ids) - cut,
+            extra_instruction,
+            force,
+        )
+        if after is None:
+            return count
         # No thrashing (SPEC 4.3): still near the trigger -> cut the kept tail's results too.
-        if count.total > self.trigger_tokens * AFTER_COMPACTION_SHARE and await self.stage_two.run(
+        if after.total > self.trigger_tokens * AFTER_COMPACTION_SHARE and await self.stage_two.run(
             force=True, include_recent=True
         ):
-            count = await self.count(sys_prompt, tools)
-        return await self.overflow_if_needed(count)
+            after = await self.count(sys_prompt, tools)
+        return after
 
     async def _compact(
-        self, old: list[str], count: ContextCount, kept: int, extra_instruction: str | None
-    ) -> None:
+        self,
+        sys_prompt: str,
+        tools: list[dict] | None,
+        old: list[str],
+        count: ContextCount,
+        old_tokens: int,
+        kept: int,
+        extra_instruction: str | None,
+        forced: bool,
+    ) -> ContextCount | None:
+        """One compaction of ``old``; the count after it (``None`` when nothing changed)."""
         started = time.perf_counter()
         await self.bus.emit(
             "compaction_started",
@@ -163,11 +187,16 @@ class Compaction:
             trigger_tokens=self.trigger_tokens,
             messages_to_compact=len(old),
             messages_kept=kept,
+            forced=forced,
+        )
+        why = (
+            "compacting on request"
+            if forced
+            else f"{count.total:,} tokens is over the compaction trigger "
+            f"({self.trigger_tokens:,} of a {self.max_input_tokens:,}-token window)"
         )
         await self._notice(
-            f"[context] {count.total:,} tokens is over the compaction trigger "
-            f"({self.trigger_tokens:,} of a {self.max_input_tokens:,}-token window): "
-            f"summarising {len(old)} older message(s), keeping the newest {kept}."
+            f"[context] {why}: summarising {len(old)} older message(s), keeping the newest {kept}."
         )
         previous = self.port.summary
         native = self.port.native(old)
@@ -187,11 +216,12 @@ class Compaction:
             await self._notice(
                 f"[context] compaction aborted: cannot save the dialog ({exc}); messages kept."
             )
-            return
+            return None
         self.faults.saved("dialog")
         await self.bus.emit("dialog_saved", messages=len(old), refs=[str(ref) for ref in refs])
         # ... then the summary, which reads truncated outputs whole again: it must not lose what
-        # an excerpt cut ...
+        # an excerpt cut. A cancellation here (the caller gave up waiting for the summary model)
+        # leaves the messages in memory: their copy in dialog/ is a duplicate, never a loss ...
         views: Sequence[Message] = [self.port.view(m, self.results.read_text) for m in old]
         try:
             result = await self.compactor.summarize(views, previous, extra_instruction)
@@ -205,22 +235,41 @@ class Compaction:
                 error=repr(exc)[:300],
                 tokens=count.total,
             )
-            return
+            return None
         # (the compactor carried the previous references over) ...
         summary = result.summary.model_copy(
             update={"dialog_refs": merge_refs([*result.summary.dialog_refs, *refs])}
         )
+        replaced = old_tokens + (self.counter.count_text(previous.render()) if previous else 0)
+        summary_tokens = self.counter.count_text(summary.render())
+        if summary_tokens >= replaced:
+            # A summary that is not smaller than what it replaces only costs (a manual
+            # compaction of 486 tokens once gave a summary of 1,149).
+            self._failed_at = count.total
+            await self.bus.emit(
+                "compaction_failed",
+                reason="summary not smaller",
+                summary_tokens=summary_tokens,
+                replaced_tokens=replaced,
+                tokens=count.total,
+            )
+            await self._notice(
+                f"[context] nothing compacted: the summary ({summary_tokens:,} tokens) would not "
+                f"be smaller than the {len(old)} message(s) it replaces ({replaced:,} tokens)."
+            )
+            return None
         self.port.set_summary(summary)
         self._write_summary_file(summary)
         # ... and only then remove them from memory.
         await self.port.remove(old)
         self.counter.forget(old)
         self._failed_at = None
-        tokens_after = await self._tokens_after(count)
+        # The prompt as the model will get it: the dialog tools join the list from now on.
+        after = await self.count(sys_prompt, tools)
         await self.bus.emit(
             "compaction_finished",
             tokens_before=count.total,
-            tokens_after=tokens_after,
+            tokens_after=after.total,
             messages_compacted=len(old),
             messages_kept=kept,
             summary_source=summary.source,
@@ -228,6 +277,7 @@ class Compaction:
             model_failures=len(result.failures),
             dialog_refs=[str(ref) for ref in refs],
             seconds=round(time.perf_counter() - started, 4),
+            forced=forced,
         )
         if self.on_compacted is not None:
             try:
@@ -236,34 +286,11 @@ class Compaction:
                 await self.bus.emit("warning", where="on_compacted", error=repr(exc)[:300])
         where = ", ".join(str(ref) for ref in refs)
         await self._notice(
-            f"[context] compacted: {count.total:,} -> {tokens_after:,} tokens; {len(old)} message(s) "
-            f"saved to {where}, {kept} kept; summary by "
-            f"{'the model' if summary.source == 'llm' else 'extraction'}."
+            f"[context] compacted{' on request' if forced else ''}: {count.total:,} -> "
+            f"{after.total:,} tokens; {len(old)} message(s) saved to {where}, {kept} kept; "
+            f"summary by {'the model' if summary.source == 'llm' else 'extraction'}."
         )
-
-    async def _tokens_after(self, before: ContextCount) -> int:
-        after = await self.checker.count(self.port, "", None)
-        return before.system + before.tools + after.head + after.messages
-
-    async def overflow_if_needed(self, count: ContextCount) -> ContextCount:
-        """Emit ``context_overflow`` (once per state) when the prompt is still over the trigger."""
-        if count.total <= self.trigger_tokens:
-            self._overflow_state = None
-            return count
-        ids = self.port.message_ids()
-        state = (count.total, len(ids))
-        if self._overflow_state != state:
-            self._overflow_state = state
-            valid = valid_boundaries([cut_item(self.port.view(m), 0) for m in ids])
-            await self.bus.emit(
-                "context_overflow",
-                tokens=count.total,
-                trigger_tokens=self.trigger_tokens,
-                max_input_tokens=self.max_input_tokens,
-                messages=len(ids),
-                compactable=max((i for i in range(len(ids)) if valid[i]), default=0),
-            )
-        return count
+        return after
 
     def _write_summary_file(self, summary: CompactSummary) -> None:
         """``<workspace>/summary.md``: the latest summary, for people (``inspect``)."""

@@ -19,10 +19,10 @@ class SaveFault:
     """One write that failed."""
 
     what: str
-    """``tool_result`` or ``dialog``."""
+    """``tool_result``, ``message`` (a user's text offloaded) or ``dialog``."""
     key: str
-    """What it was for: a tool call id (``<id>#media<n>`` for its n-th media block), or
-    ``dialog``."""
+    """What it was for: a tool call id (``<id>#media<n>`` for its n-th media block), a message
+    id (``<id>#<part>``), or ``dialog``."""
     path: str
     """Where it should have gone (workspace-relative or absolute)."""
     error: str
@@ -48,11 +48,12 @@ class SaveFaults:
         """Saving ``key`` worked (now, or on a retry)."""
         self._open.pop(key, None)
 
-    def forget_unless(self, live_calls: set[str]) -> None:
-        """Close the tool-result failures of calls no longer in the context (compacted whole
-        into ``dialog/``, or deleted): nothing of theirs is waiting to be saved any more."""
+    def forget_unless(self, live: set[str]) -> None:
+        """Close the failures of tool results and user texts no longer in the context
+        (compacted whole into ``dialog/``, or deleted): nothing of theirs is waiting to be saved
+        any more. ``live``: the call ids and message ids in the context."""
         for key, fault in list(self._open.items()):
-            if fault.what == "tool_result" and key.split("#", 1)[0] not in live_calls:
+            if fault.what in ("tool_result", "message") and key.split("#", 1)[0] not in live:
                 del self._open[key]
 
     @property

@@ -6,11 +6,16 @@ Before each model call, in the design's order:
    cleanup of ``tool_result/`` at most hourly;
 1. **ToolCallResultCompact**: stage two (:class:`StageTwo`);
 2. **ContextChecker**: the prompt's tokens (:class:`ContextChecker`);
-3. **Compactor** and 4. **SaveDialog** above the trigger (:class:`Compaction`).
+3. **Compactor** and 4. **SaveDialog** above the trigger (:class:`Compaction`);
+5. never over the window (:class:`WindowGuard`): every result to stage two, then results down to
+   their notices, then large user texts offloaded, and a refusal
+   (:class:`ContextOverflowError`) when what is left still does not fit.
 
 A save that fails keeps the data in memory (:class:`SaveFaults`); it is reported once as a
 ``save_failed`` event, and when the prompt would then exceed the window the call is refused with
-:class:`WorkspaceWriteError` (and an ``error`` event) rather than sent.
+:class:`WorkspaceWriteError` (and an ``error`` event) rather than sent. When the provider itself
+rejects a call for its length, :meth:`ContextPipeline.recover_overflow` compacts for the retry
+and learns the gap, so that the next compaction comes earlier.
 """
 
 from __future__ import annotations
@@ -23,16 +28,19 @@ from typing import Any
 from ..config import ContextConfig
 from ..errors import WorkspaceWriteError
 from ..events import EventBus
+from ..provider_errors import LengthRejection
 from ..tokens import TokenCounter
 from ..workspace import DialogStore, ToolResultStore, saved_paths
 from ._checker import ContextChecker, ContextCount
 from ._compaction import Compaction
 from ._compactor import CallModel, Compactor
 from ._faults import SaveFaults
+from ._offer import ToolOffer, tool_name
 from ._port import ContextPort
 from ._slots import ResultChange, ResultSlot, outcome_data
 from ._stage_two import StageTwo
 from ._tool_results import ResultTruncator, StreamAllowance
+from ._window import WindowGuard
 
 __all__ = ["ContextPipeline", "PipelineParts", "PromptCount", "build_pipeline"]
 
@@ -40,32 +48,52 @@ Notify = Callable[[str], Awaitable[None]]
 
 
 class PromptCount:
-    """The prompt's token count as the pipeline uses it: with the shift learned from the
-    provider's reported usage (``calibrate_with_usage``), and recorded in the stats when exact.
+    """The prompt's token count as the pipeline uses it: of the tools the model is shown
+    (:class:`ToolOffer`), shifted by what the provider taught us, and recorded in the stats
+    when exact.
+
+    Two shifts, kept apart: ``usage_shift``, the gap to the provider's reported input tokens
+    of the last like call (``calibrate_with_usage``; a call with another tool list is not
+    like), and ``overflow_shift``, learned when the provider rejected a prompt for its length
+    (always on: it only grows, so the next compaction comes early enough).
 
     Args:
         config (`ContextConfig`): ``calibrate_with_usage``.
         checker (`ContextChecker`): The incremental count.
         port (`ContextPort`): The memory.
         bus (`EventBus`): Whose stats record the counts.
+        offer (`ToolOffer`): The tool schemas the model is shown.
     """
 
     def __init__(
-        self, config: ContextConfig, checker: ContextChecker, port: ContextPort, bus: EventBus
+        self,
+        config: ContextConfig,
+        checker: ContextChecker,
+        port: ContextPort,
+        bus: EventBus,
+        offer: ToolOffer,
     ) -> None:
         self.config = config
         self.checker = checker
         self.port = port
         self.bus = bus
-        self.calibration = 0
+        self.offer = offer
+        self.usage_shift = 0
+        self.overflow_shift = 0
+
+    @property
+    def calibration(self) -> int:
+        """The shift added to every count."""
+        usage = self.usage_shift if self.config.calibrate_with_usage else 0
+        return usage + self.overflow_shift
 
     async def __call__(
         self, sys_prompt: str, tools: list[dict] | None, exact_above: int | None = None
     ) -> ContextCount:
         """Count the prompt now. With ``exact_above``, new messages are only bounded while the
         total cannot pass it (see :class:`ContextChecker`); the stats record exact counts only."""
-        count = await self.checker.count(self.port, sys_prompt, tools, exact_above)
-        if self.config.calibrate_with_usage and self.calibration:
+        count = await self.checker.count(self.port, sys_prompt, self.offer(tools), exact_above)
+        if self.calibration:
             count = dataclasses.replace(count, calibration=self.calibration)
         if not count.estimated:
             stats = self.bus.stats
@@ -74,14 +102,30 @@ class PromptCount:
         return count
 
     def record_usage(self, provider_input_tokens: int, ours: int) -> None:
-        """Compare the provider's count of a prompt with ours (SPEC 5.1)."""
+        """Compare the provider's count of a like prompt with ours (SPEC 5.1); ``ours`` is our
+        count of the same prompt without any shift."""
         if ours <= 0 or provider_input_tokens <= 0:
             return
         self.bus.stats.token_count_error = round(
             (ours - provider_input_tokens) / provider_input_tokens, 5
         )
-        if self.config.calibrate_with_usage:
-            self.calibration = provider_input_tokens - ours
+        self.usage_shift = provider_input_tokens - ours
+
+    def learn_rejection(self, rejection: LengthRejection, ours: int, window: int) -> int:
+        """The provider rejected a prompt we counted as ``ours`` tokens (without shifts): shift
+        the counts so that such a prompt counts as over the window from now on. Uses the
+        provider's own count and window when it said them; returns the new shift."""
+        gap = 0
+        if rejection.prompt_tokens is not None:
+            gap = rejection.prompt_tokens - ours
+        if rejection.limit_tokens is not None and rejection.limit_tokens < window:
+            gap += window - rejection.limit_tokens
+        if gap <= 0:
+            # It said nothing we can use (or counts less than we do, and still refused): what we
+            # counted is, for this provider, more than the window holds.
+            gap = window - ours + max(1, window // 50)
+        self.overflow_shift = max(self.overflow_shift, gap)
+        return self.overflow_shift
 
 
 @dataclass
@@ -101,6 +145,8 @@ class PipelineParts:
     bus: EventBus
     max_input_tokens: int
     faults: SaveFaults
+    guard: WindowGuard
+    offer: ToolOffer
 
 
 class ContextPipeline:
@@ -112,7 +158,12 @@ class ContextPipeline:
         self.port = parts.port
         self.bus = parts.bus
         self.count = parts.count
-        """``await pipeline.count(sys_prompt, tools)``: the prompt's tokens now."""
+        """``await pipeline.count(sys_prompt, tools)``: the prompt's tokens now (of the tools
+        the model is shown, see :meth:`offered_tools`)."""
+        self.offered_tools = parts.offer
+        """``pipeline.offered_tools(schemas)``: the schemas the model should be shown now."""
+        self.counted_tools: tuple[str, ...] | None = None
+        """Names of the tools the last count before a model call was made with."""
 
     @property
     def trigger_tokens(self) -> int:
@@ -133,18 +184,59 @@ class ContextPipeline:
                 count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
         if self.config.compaction.enabled and count.total > self.trigger_tokens:
             count = await self.parts.compaction.run(sys_prompt, tools, count)
+        return await self._within_window(sys_prompt, tools, count)
+
+    async def _within_window(
+        self, sys_prompt: str, tools: list[dict] | None, count: ContextCount
+    ) -> ContextCount:
+        """The last steps before a call: fit the window, or refuse (SPEC 4.3)."""
+        guard = self.parts.guard
+        count = await guard.fit(sys_prompt, tools, count)
         await self._report_faults()
         if self.parts.faults.open and count.total > self.parts.max_input_tokens:
             await self._refuse(sys_prompt, tools)
+        await guard.check(sys_prompt, tools, count)
+        self.counted_tools = tuple(tool_name(tool) for tool in self.offered_tools(tools))
         return count
 
-    def _live_calls(self) -> set[str]:
+    async def recover_overflow(
+        self, sys_prompt: str, tools: list[dict] | None, rejection: LengthRejection
+    ) -> ContextCount:
+        """The provider rejected the last call for its length: learn the gap (the next
+        compaction comes earlier), then compact as far as a pair-safe cut allows and fit the
+        window, for one retry. Raises :class:`ContextOverflowError` when even that cannot fit.
+        """
+        before = await self.count(sys_prompt, tools)
+        shift = self.count.learn_rejection(
+            rejection, before.total - before.calibration, self.parts.max_input_tokens
+        )
+        count = await self.count(sys_prompt, tools)
+        await self.parts.stage_two.run(force=True, include_recent=True)
+        if self.config.compaction.enabled:
+            count = await self.parts.compaction.run(sys_prompt, tools, count, force=True)
+        else:
+            count = await self.count(sys_prompt, tools)
+        count = await self._within_window(sys_prompt, tools, count)
+        await self.bus.emit(
+            "provider_overflow_recovered",
+            tokens_before=before.total,
+            tokens_after=count.total,
+            provider_tokens=rejection.prompt_tokens,
+            provider_limit=rejection.limit_tokens,
+            shift=shift,
+            error=rejection.message,
+        )
+        return count
+
+    def _live_keys(self) -> set[str]:
+        """The call ids and message ids in the context (what a save failure can be about)."""
         port = self.port
-        return {
+        calls = {
             slot.call_id
             for msg_id in port.result_message_ids()
             for slot in port.result_slots(msg_id)
         }
+        return calls | set(port.message_ids())
 
     async def _report_faults(self) -> None:
         for fault in self.parts.faults.unreported():
@@ -155,7 +247,7 @@ class ContextPipeline:
     async def _refuse(self, sys_prompt: str, tools: list[dict] | None) -> None:
         """The workspace refused writes and the prompt is over the window: raise, keep all."""
         faults = self.parts.faults
-        faults.forget_unless(self._live_calls())  # only what still weighs on this prompt
+        faults.forget_unless(self._live_keys())  # only what still weighs on this prompt
         count = await self.count(sys_prompt, tools)  # exact: never refuse on a bound
         window = self.parts.max_input_tokens
         if not faults.open or count.total <= window:
@@ -243,12 +335,13 @@ class ContextPipeline:
         """Compact now (as far as a pair-safe cut allows) and return the new count."""
         await self.run_stage_one()
         count = await self.count(sys_prompt, tools)
-        return await self.parts.compaction.run(
+        count = await self.parts.compaction.run(
             sys_prompt, tools, count, extra_instruction=extra_instruction, force=force
         )
+        return await self._within_window(sys_prompt, tools, count)
 
     def record_usage(self, provider_input_tokens: int, ours: int) -> None:
-        """Compare the provider's count of a prompt with ours (SPEC 5.1)."""
+        """Compare the provider's count of a like prompt with ours (SPEC 5.1)."""
         self.count.record_usage(provider_input_tokens, ours)
 
     def referenced_results(self) -> set[str]:
@@ -321,7 +414,8 @@ def build_pipeline(
         faults=faults,
     )
     checker = ContextChecker(counter)
-    count = PromptCount(config, checker, port, bus)
+    offer = ToolOffer(bus.stats, port, dialog_store)
+    count = PromptCount(config, checker, port, bus, offer)
     stage_two = StageTwo(config.truncation, truncator, port, bus)
     compactor = Compactor(
         call_model,
@@ -345,6 +439,7 @@ def build_pipeline(
         notify,
         faults=faults,
     )
+    guard = WindowGuard(config, port, count, truncator, stage_two, bus, max_input_tokens)
     parts = PipelineParts(
         config,
         port,
@@ -359,5 +454,7 @@ def build_pipeline(
         bus,
         max_input_tokens,
         faults,
+        guard,
+        offer,
     )
     return ContextPipeline(parts)

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from ..messages import Message
 from ..summary import CompactSummary
-from ._slots import ResultChange, ResultSlot
+from ._slots import ResultChange, ResultSlot, TextSlot
 
 __all__ = ["ContextPort", "SavedText"]
 
@@ -54,6 +54,15 @@ class ContextPort(Protocol):
     def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
         """Write truncation changes (by call id) into the message; it counts as changed when
         anything was written."""
+        ...
+
+    def user_text_slots(self, msg_id: str) -> list[TextSlot]:
+        """The text parts of a user's message (``[]`` for any other message); each slot's
+        ``state`` is persisted with the message."""
+        ...
+
+    def apply_texts(self, msg_id: str, changes: dict[str, str]) -> None:
+        """Replace text parts of a user's message (by slot key); it counts as changed."""
         ...
 
     def drain_changes(self) -> tuple[int, set[str], set[str]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..messages import Media
 
-__all__ = ["ResultChange", "ResultSlot", "TruncationOutcome", "outcome_data"]
+__all__ = ["ResultChange", "ResultSlot", "TextSlot", "TruncationOutcome", "outcome_data"]
 
 
 @dataclass
@@ -26,6 +26,18 @@ class ResultSlot:
     """The arguments of the call it answers."""
     state: dict[str, Any] = field(default_factory=dict)
     """This result's record, mutated in place (the adapter persists it with the message)."""
+
+
+@dataclass
+class TextSlot:
+    """One text part of a user message, for the last resort before the window: a part that
+    alone takes more than the window share is offloaded like a tool result."""
+
+    key: str
+    """Which part of the message (the adapter's own key, e.g. the block's id or index)."""
+    text: str
+    state: dict[str, Any] = field(default_factory=dict)
+    """This part's record, mutated in place (the adapter persists it with the message)."""
 
 
 @dataclass
@@ -55,6 +67,8 @@ class TruncationOutcome:
     bytes_offloaded: int = 0
     """Bytes written to ``tool_result/`` by this step."""
     media_replaced: int = 0
+    notice_only: bool = False
+    """The result was cut down to its notice alone (the last resort before the window)."""
 
 
 def outcome_data(outcome: TruncationOutcome) -> dict[str, Any]:
@@ -68,4 +82,5 @@ def outcome_data(outcome: TruncationOutcome) -> dict[str, Any]:
         "tokens_saved": outcome.tokens_before - outcome.tokens_after,
         "bytes_offloaded": outcome.bytes_offloaded,
         "media_replaced": outcome.media_replaced,
+        "notice_only": outcome.notice_only,
     }

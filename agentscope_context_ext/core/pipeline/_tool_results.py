@@ -31,6 +31,7 @@ from ..truncation import (
     RETRUNCATE_SLACK_BYTES,
     count_lines,
     encoded_size,
+    notice_only,
     sendable_text,
     split_notice,
     truncate_fresh,
@@ -38,7 +39,7 @@ from ..truncation import (
 from ..truncation import truncate_text_output as retruncate
 from ..workspace import ToolResultStore
 from ._faults import SaveFaults
-from ._slots import ResultChange, ResultSlot, TruncationOutcome
+from ._slots import ResultChange, ResultSlot, TextSlot, TruncationOutcome
 
 __all__ = ["ResultTruncator", "StreamAllowance"]
 
@@ -258,6 +259,78 @@ class ResultTruncator:
                 gain += max(0, int(tokens * (1 - limit / size)) - NOTICE_TOKENS)
         return changes, gain
 
+    # ------------------------------------------------------- the last resort
+
+    def notice_only(self, slot: ResultSlot) -> tuple[ResultChange | None, TruncationOutcome | None]:
+        """Cut a result down to its notice alone (where it is, how to read on): the last
+        resort when the prompt would otherwise go over the window. Stage two runs first (media
+        to placeholders); a result that was never saved is saved now. One that cannot be saved,
+        or that still holds media that could not be saved, stays as it is. Exempt results are
+        never touched."""
+        state = slot.state
+        if (
+            state.get("exempt")
+            or slot.tool in self.config.exempt_tools
+            or state.get("stage", 0) >= 3
+        ):
+            return None, None
+        change, outcome = self.stage_two(slot)
+        text, media = (change.text, change.media) if change is not None else (slot.text, slot.media)
+        if not text or any(isinstance(item, Media) for item in media):
+            return change, outcome  # nothing to cut, or a media block that must stay
+        offloaded = outcome.bytes_offloaded if outcome is not None else 0
+        path = state.get("path")
+        if path is None:
+            path = self._save(slot, text)
+            if path is None:
+                return change, outcome
+            state["path"] = path
+            offloaded = encoded_size(text)
+        if split_notice(text) is None:  # whole until now: cut it with a notice first
+            start_line = int(state.get("start_line", 1))
+            text = truncate_fresh(
+                text,
+                max_bytes=1,
+                file_path=path,
+                start_line=start_line,
+                total_lines=start_line - 1 + count_lines(text),
+                start_byte=int(state.get("start_byte", 0)),
+            )
+        cut = notice_only(text)
+        if cut is None:
+            return change, outcome
+        state["stage"] = 3
+        bytes_before = (
+            outcome.bytes_before if outcome is not None else encoded_size(slot.text or "")
+        )
+        replaced = outcome.media_replaced if outcome is not None else 0
+        new_change, new_outcome = self._change(
+            slot, cut, media, 3, path, bytes_before, offloaded, replaced
+        )
+        new_outcome.notice_only = True
+        return new_change, new_outcome
+
+    def offload_message_text(self, slot: TextSlot) -> tuple[str, TruncationOutcome] | None:
+        """A user's text that alone takes more than the window share, saved whole and cut to a
+        head excerpt with a notice, like a tool result at stage one (``read_file`` reads it
+        back). ``None`` when it fits, was cut before, or cannot be saved (a fault is
+        recorded)."""
+        state, text = slot.state, slot.text
+        if state.get("path") or not text:
+            return None
+        size = encoded_size(text)
+        if self._tokens_fit(text, size):
+            return None
+        result = ResultSlot(slot.key, "", text, state=state)
+        path = self._save(result, text, what="message")
+        if path is None:
+            return None
+        state.update(path=path, bytes=size)
+        limit = min(self.config.first_max_bytes, self._max_result_bytes)
+        cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path, message=True), limit)
+        _, outcome = self._change(result, cut, (), 1, path, size, size)
+        return cut, outcome
+
     def _stage_two_limit(self, slot: ResultSlot) -> int:
         state = slot.state
         markdown = (
@@ -269,14 +342,14 @@ class ResultTruncator:
 
     # ------------------------------------------------------------------ internals
 
-    def _save(self, slot: ResultSlot, text: str) -> str | None:
+    def _save(self, slot: ResultSlot, text: str, what: str = "tool_result") -> str | None:
         """Save ``text`` whole; ``None`` (and a recorded fault) when the workspace refuses."""
         try:
             path = self.store.save(text)
         except Exception as exc:  # noqa: BLE001 - any failure to save keeps the text whole
             logger.warning("cannot save tool result %s (%s); keeping it whole", slot.call_id, exc)
             slot.state["save_failed"] = str(exc)[:300]
-            self.faults.failed("tool_result", slot.call_id, self.store.directory, exc)
+            self.faults.failed(what, slot.call_id, self.store.directory, exc)
             return None
         slot.state.pop("save_failed", None)
         self.faults.saved(slot.call_id)

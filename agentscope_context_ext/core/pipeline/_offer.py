@@ -1,0 +1,61 @@
+"""Which tool schemas the model is shown (the dialog tools only once there is a dialog).
+
+``read_dialog`` and ``search_dialog`` can only answer "nothing was compacted" until a dialog
+exists, and their schemas would cost every prompt (B8: ~565 tokens on a 6k window where plain
+2.x pays nothing). So they are left out until a compaction happened, the context holds a
+summary, or the workspace has dialog files from before; from then on they stay, so the tool
+list changes once at most, at a compaction, which re-sends the message prefix anyway. They
+stay registered: a call made anyway is answered.
+
+Every count of the pipeline goes through :class:`ToolOffer`, so a count taken right after a
+compaction already includes the dialog tools the next call will carry.
+"""
+
+from __future__ import annotations
+
+from ..events import ContextStats
+from ..workspace import DialogStore
+from ._port import ContextPort
+
+__all__ = ["DIALOG_TOOL_NAMES", "ToolOffer", "tool_name"]
+
+DIALOG_TOOL_NAMES = frozenset({"read_dialog", "search_dialog"})
+"""The dialog tools: shown to the model once there is a dialog to read."""
+
+
+def tool_name(schema: dict) -> str:
+    """The name in one tool schema (OpenAI's ``{"function": {"name": ...}}`` or a bare one)."""
+    function = schema.get("function")
+    return str((function if isinstance(function, dict) else schema).get("name", ""))
+
+
+class ToolOffer:
+    """Filters tool schemas to those the model should see now.
+
+    Args:
+        stats (`ContextStats`): Whether a compaction happened.
+        port (`ContextPort`): Whether the context holds a summary.
+        dialog (`DialogStore`): Whether the workspace has dialog files (listed once).
+    """
+
+    def __init__(self, stats: ContextStats, port: ContextPort, dialog: DialogStore) -> None:
+        self.stats = stats
+        self.port = port
+        self.dialog = dialog
+        self._shown = False
+        self._checked = False
+
+    def __call__(self, schemas: list[dict] | None) -> list[dict]:
+        """``schemas`` as the model should see them."""
+        if not schemas:
+            return []
+        if self._shown or not any(tool_name(s) in DIALOG_TOOL_NAMES for s in schemas):
+            return schemas
+        if self.stats.compactions or self.port.summary is not None:
+            self._shown = True
+        elif not self._checked:
+            self._checked = True  # dialog files from before: listed once
+            self._shown = bool(self.dialog.files())
+        if self._shown:
+            return schemas
+        return [s for s in schemas if tool_name(s) not in DIALOG_TOOL_NAMES]

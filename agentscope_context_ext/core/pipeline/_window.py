@@ -1,0 +1,224 @@
+"""Never over the window: what runs when compaction could not bring the prompt down (SPEC 4.3).
+
+Compaction keeps the newest message whatever its size, and on AgentScope 2.x the newest
+message holds every result of a reasoning step: forty parallel calls, each cut to a quarter of
+the window by stage one, are ten windows. So, before every model call and in this order, while
+the prompt is still too big:
+
+1. stage two on every tool result, the newest step's included (they are on disk already);
+2. tool results down to their notice alone (where the output is, how to read on), oldest
+   message first and the largest result of a message first, until the prompt is under the
+   compaction trigger;
+3. a user's text that alone takes more than ``max_window_share`` of the window, saved and cut to
+   a head excerpt with a notice like a tool result, until the prompt fits the window (the
+   user's words are kept whole whenever the call can still be made);
+4. then, if it still does not fit, the call is refused before the provider sees it: what is
+   left cannot be offloaded (the system prompt, the tool schemas, the summary, the notices).
+
+Nothing is lost on the way: each step saves before it cuts, and a save that fails leaves the
+text where it is (the pipeline then refuses with ``WorkspaceWriteError``). A prompt over the
+trigger but within the window after all that is reported once per state
+(``context_overflow``) and sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from ..config import ContextConfig
+from ..errors import ContextOverflowError
+from ..events import EventBus
+from ._checker import ContextCount
+from ._compaction import cut_item
+from ._cut import valid_boundaries
+from ._port import ContextPort
+from ._slots import ResultChange, outcome_data
+from ._stage_two import StageTwo
+from ._tool_results import ResultTruncator
+
+__all__ = ["WindowGuard"]
+
+Count = Callable[..., Awaitable[ContextCount]]
+
+
+class WindowGuard:
+    """The steps after compaction that make a prompt fit, and the refusal when nothing can.
+
+    Args:
+        config (`ContextConfig`): ``truncation.enabled``, ``compaction.trigger_ratio``.
+        port (`ContextPort`): The memory.
+        count (`Callable`): ``await count(sys_prompt, tools)``: the pipeline's exact count.
+        truncator (`ResultTruncator`): Cuts a result to its notice, offloads a user's text.
+        stage_two (`StageTwo`): Stage two on every result.
+        bus (`EventBus`): Events.
+        max_input_tokens (`int`): The window.
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig,
+        port: ContextPort,
+        count: Count,
+        truncator: ResultTruncator,
+        stage_two: StageTwo,
+        bus: EventBus,
+        max_input_tokens: int,
+    ) -> None:
+        self.config = config
+        self.port = port
+        self.count = count
+        self.truncator = truncator
+        self.stage_two = stage_two
+        self.bus = bus
+        self.max_input_tokens = max_input_tokens
+        self._overflow_state: tuple[int, int] | None = None
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Compaction starts above this many prompt tokens."""
+        return int(self.config.compaction.trigger_ratio * self.max_input_tokens)
+
+    async def fit(
+        self, sys_prompt: str, tools: list[dict] | None, count: ContextCount
+    ) -> ContextCount:
+        """Steps 1-3 above, each only while the prompt is still too big; the new count."""
+        trigger, window = self.trigger_tokens, self.max_input_tokens
+        if count.total <= trigger or not self.config.truncation.enabled:
+            return count
+        if await self.stage_two.run(force=True, include_recent=True):
+            count = await self.count(sys_prompt, tools)
+        if count.total > trigger:
+            count = await self._results_to_notices(sys_prompt, tools, count, trigger)
+        if count.total > window:
+            count = await self._offload_user_texts(sys_prompt, tools, count, window)
+        return count
+
+    async def check(self, sys_prompt: str, tools: list[dict] | None, count: ContextCount) -> None:
+        """Refuse a prompt over the window (:class:`ContextOverflowError` and an ``error``
+        event, before any model call); report one over the trigger once per state."""
+        if count.total <= self.trigger_tokens:
+            self._overflow_state = None
+            return
+        if count.estimated:
+            count = await self.count(sys_prompt, tools)  # never refuse on a bound
+        window = self.max_input_tokens
+        if count.total > window:
+            await self._refuse(count)
+        ids = self.port.message_ids()
+        state = (count.total, len(ids))
+        if self._overflow_state != state:
+            self._overflow_state = state
+            valid = valid_boundaries([cut_item(self.port.view(m), 0) for m in ids])
+            await self.bus.emit(
+                "context_overflow",
+                tokens=count.total,
+                trigger_tokens=self.trigger_tokens,
+                max_input_tokens=window,
+                messages=len(ids),
+                compactable=max((i for i in range(len(ids)) if valid[i]), default=0),
+            )
+
+    async def _refuse(self, count: ContextCount) -> None:
+        window = self.max_input_tokens
+        parts = {
+            "system": count.system,
+            "tools": count.tools,
+            "summary": count.head,
+            "messages": count.messages,
+        }
+        if count.calibration:
+            parts["calibration"] = count.calibration
+        names = {
+            "system": "the system prompt",
+            "tools": "the tool schemas",
+            "summary": "the summary and long-term memory",
+            "messages": "the messages (tool results are down to their notices)",
+            "calibration": "the provider's count over ours",
+        }
+        largest = max(parts, key=lambda name: parts[name])
+        breakdown = ", ".join(f"{names[name]} {tokens:,}" for name, tokens in parts.items())
+        offloaded = (
+            "after every tool result and large user message was offloaded"
+            if self.config.truncation.enabled
+            else "with truncation off"
+        )
+        message = (
+            f"the prompt is {count.total:,} tokens, over the {window:,}-token window, "
+            f"{offloaded}: {breakdown}. Most of it is {names[largest]}, which cannot be "
+            "offloaded; nothing was sent and nothing is lost. Shorten the system prompt, offer "
+            "fewer tools, or use a model with a larger window (max_input_tokens)."
+        )
+        await self.bus.emit(
+            "error",
+            reason="context overflow",
+            tokens=count.total,
+            max_input_tokens=window,
+            largest=largest,
+            **parts,
+        )
+        raise ContextOverflowError(message, count.total, window, parts)
+
+    async def _results_to_notices(
+        self, sys_prompt: str, tools: list[dict] | None, count: ContextCount, target: int
+    ) -> ContextCount:
+        """Results down to their notice alone, oldest message first and the largest result of
+        a message first, until the count is at most ``target``."""
+        port, truncator = self.port, self.truncator
+        for msg_id in port.result_message_ids():
+            slots = sorted(port.result_slots(msg_id), key=lambda s: -len(s.text or ""))
+            index = 0
+            while index < len(slots) and count.total > target:
+                # Cut as many as the estimate says are needed, then count exactly.
+                needed = count.total - target
+                changes: dict[str, ResultChange] = {}
+                outcomes = []
+                while index < len(slots) and needed > 0:
+                    slot = slots[index]
+                    index += 1
+                    before = slot.text or ""
+                    change, outcome = truncator.notice_only(slot)
+                    if change is not None:
+                        changes[slot.call_id] = change
+                        count_text = truncator.counter.count_text
+                        needed -= count_text(before) - count_text(change.text)
+                    if outcome is not None:
+                        outcomes.append(outcome)
+                if changes:
+                    port.apply(msg_id, changes)
+                    count = await self.count(sys_prompt, tools)
+                for outcome in outcomes:
+                    await self.bus.emit("tool_result_retruncated", **outcome_data(outcome))
+            if count.total <= target:
+                break
+        return count
+
+    async def _offload_user_texts(
+        self, sys_prompt: str, tools: list[dict] | None, count: ContextCount, target: int
+    ) -> ContextCount:
+        """Each user text over the window share saved and cut to a head excerpt, oldest
+        message first, until the count is at most ``target``."""
+        port, truncator = self.port, self.truncator
+        for msg_id in port.message_ids():
+            changes: dict[str, str] = {}
+            outcomes = []
+            for slot in port.user_text_slots(msg_id):
+                done = truncator.offload_message_text(slot)
+                if done is not None:
+                    changes[slot.key] = done[0]
+                    outcomes.append(done[1])
+            if not changes:
+                continue
+            port.apply_texts(msg_id, changes)
+            for outcome in outcomes:
+                await self.bus.emit(
+                    "user_message_offloaded",
+                    message_id=msg_id,
+                    path=outcome.path,
+                    bytes_before=outcome.bytes_before,
+                    bytes_after=outcome.bytes_after,
+                    tokens_saved=max(0, outcome.tokens_before - outcome.tokens_after),
+                )
+            count = await self.count(sys_prompt, tools)
+            if count.total <= target:
+                break
+        return count
