@@ -155,3 +155,9 @@ def test_session_example_restores_what_it_says(
     # "2 messages restored", from a session file written whole
     assert "2 messages restored" in capsys.readouterr().out
     assert [p.name for p in (tmp_path / "sessions").iterdir()] == ["me.json"]
+
+
+def test_the_overflow_example_is_refused_as_it_says(capsys: pytest.CaptureFixture) -> None:
+    _run(_block("except ContextOverflowError as error:"), "never over the window")
+    tokens, window = capsys.readouterr().out.splitlines()[0].split()
+    assert int(tokens) > int(window) == 16384, "refused, with its figures"
