@@ -9,7 +9,8 @@ Public API (everything a user needs is importable from here):
 - workspace: :class:`ToolResultStore`, :class:`DialogStore`, :class:`DialogRef`
 - tools: :func:`make_read_file_tool`, :func:`make_dialog_tools`, :func:`make_memory_tools`
 - long-term memory: :class:`LongTermMemory`, :func:`consolidate`
-- AgentScope integration (the adapter of the installed version): :func:`enable_context_management`,
+- AgentScope integration (the adapter of the installed version, imported here explicitly):
+  :func:`enable_context_management`,
   :class:`ContextManager`; on 1.x :class:`ContextReActAgent`, :class:`ContextMemory`; on 2.x
   :class:`ContextMiddleware`, :class:`ContextOffloader`; :class:`CompactSummary`
 - events: :class:`ContextEvent`, :class:`ContextStats`
@@ -18,11 +19,13 @@ Public API (everything a user needs is importable from here):
 - testing: ``agentscope_context_ext.testing.ScriptedChatModel``
 """
 
-from importlib import import_module
 from typing import Any
 
+# The installed AgentScope's adapter (imported once by ``adapter``, with a clear error when it
+# cannot be), its names imported explicitly: go-to-definition lands in the adapter.
+from . import adapter  # noqa: F401  (a submodule; ``adapter.installed`` is the adapter)
 from ._version import __version__
-from .compat import adapter_module, agentscope_major, agentscope_version
+from .compat import agentscope_major, agentscope_version
 from .core.config import (
     CompactionConfig,
     ContextConfig,
@@ -50,20 +53,38 @@ from .core.truncation import (
 )
 from .core.workspace import DialogRecord, DialogRef, ToolResultStore
 
-# Names whose implementation depends on the AgentScope version: resolved on first use, from the
-# adapter of the installed AgentScope (1.x or 2.x), so that importing the package (and its core)
-# does not import AgentScope.
-_ADAPTER_NAMES = (
-    "ContextManager",
-    "DialogStore",
-    "TokenCounter",
-    "consolidate",
-    "enable_context_management",
-    "get_token_counter",
-    "make_dialog_tools",
-    "make_memory_tools",
-    "make_read_file_tool",
-)
+if agentscope_major() >= 2:
+    from .agentscope2 import (
+        ContextManager,
+        ContextMiddleware,
+        ContextOffloader,
+        DialogStore,
+        TokenCounter,
+        build_agent,
+        consolidate,
+        enable_context_management,
+        get_token_counter,
+        make_dialog_tools,
+        make_memory_tools,
+        make_read_file_tool,
+    )
+else:
+    from .agentscope1 import (
+        AtomicJSONSession,
+        ContextManager,
+        ContextMemory,
+        ContextReActAgent,
+        DialogStore,
+        TokenCounter,
+        build_agent,
+        consolidate,
+        enable_context_management,
+        get_token_counter,
+        make_dialog_tools,
+        make_memory_tools,
+        make_read_file_tool,
+    )
+
 _ONLY = {
     "AtomicJSONSession": 1,
     "ContextMemory": 1,
@@ -75,42 +96,20 @@ _ONLY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "build_agent":
-        value = import_module(".agentfile", __name__).build_agent
-        globals()[name] = value
-        return value
-    if name in _ADAPTER_NAMES or name in _ONLY:
-        major = agentscope_major()
-        wanted = _ONLY.get(name)
-        if wanted is not None and wanted != min(major, 2):
-            installed = agentscope_version() or "not installed"
-            raise AttributeError(
-                f"{name} is part of the AgentScope {wanted}.x integration; the installed "
-                f"AgentScope is {installed}"
-                + (
-                    " (on 2.x use ContextMiddleware or enable_context_management)"
-                    if wanted == 1
-                    else " (on 1.x use enable_context_management or ContextReActAgent)"
-                )
-            )
-        value = getattr(_adapter(), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _adapter() -> Any:
-    module = adapter_module()
-    try:
-        return import_module(module, __name__)
-    except ImportError as exc:
-        if module == ".agentscope1" and "mcp" in str(exc).lower():
-            raise ImportError(
-                f"AgentScope {agentscope_version()} does not import with the installed mcp "
-                f"({exc}); AgentScope 1.x needs mcp<2: "
-                "pip install 'agentscope-context-ext[agentscope1]'"
-            ) from exc
-        raise
+    """Only an error: a name of the other AgentScope major says which major has it."""
+    wanted = _ONLY.get(name)
+    if wanted is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    installed = agentscope_version() or "not installed"
+    hint = (
+        " (on 2.x use ContextMiddleware or enable_context_management)"
+        if wanted == 1
+        else " (on 1.x use enable_context_management or ContextReActAgent)"
+    )
+    raise AttributeError(
+        f"{name} is part of the AgentScope {wanted}.x integration; the installed AgentScope is "
+        f"{installed}{hint}"
+    )
 
 
 __all__ = [

@@ -1,12 +1,12 @@
 """Which AgentScope is installed, without importing it (importing AgentScope 1.x with the wrong
-``mcp`` fails; the package must still import and say what to do)."""
+``mcp`` fails; ``adapter`` must still say what to do)."""
 
 from __future__ import annotations
 
 import functools
 from importlib import metadata
 
-__all__ = ["adapter_module", "agentscope_major", "agentscope_version"]
+__all__ = ["agentscope_major", "agentscope_version"]
 
 
 @functools.cache
@@ -23,16 +23,3 @@ def agentscope_major() -> int:
     version = agentscope_version()
     head = version.split(".", 1)[0]
     return int(head) if head.isdigit() else 0
-
-
-def adapter_module() -> str:
-    """The adapter package for the installed AgentScope (relative to this package)."""
-    major = agentscope_major()
-    if major == 0:
-        raise ImportError(
-            "AgentScope is not installed: pip install agentscope-context-ext "
-            "(AgentScope 2.x) or pip install 'agentscope-context-ext[agentscope1]' (1.x)"
-        )
-    if major >= 2:
-        return ".agentscope2"
-    return ".agentscope1"

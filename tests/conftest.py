@@ -15,7 +15,7 @@ from agentscope_context_ext.compat import agentscope_major, agentscope_version
 
 AGENTSCOPE1_ONLY = frozenset(
     {
-        "test_checker.py",
+        "test_tally.py",
         "test_studio.py",
         "test_storage.py",
         "test_real_transcripts.py",
@@ -23,7 +23,7 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_dialog_tools.py",
         "test_dialog_store.py",
         "test_cli.py",
-        "test_compactor.py",
+        "test_summary_writer.py",
         "test_context_memory.py",
         "test_faults.py",
         "test_fidelity.py",
@@ -94,7 +94,7 @@ def _is_loopback(host: object) -> bool:
 
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any connection or name lookup that is not loopback (SPEC: offline tests)."""
+    """Fail any connection or name lookup that is not loopback: the tests run offline."""
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
     real_getaddrinfo = socket.getaddrinfo

@@ -1,4 +1,4 @@
-"""The command line (SPEC 10): the demo does real work, bad input exits 2 with one line."""
+"""The command line (design §10): the demo does real work, bad input exits 2 with one line."""
 
 from __future__ import annotations
 

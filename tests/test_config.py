@@ -1,4 +1,4 @@
-"""ContextConfig (SPEC 8): defaults, files, and errors that name the key and the file."""
+"""ContextConfig (design §8): defaults, files, and errors that name the key and the file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ContextMemory (SPEC 2.1): the MemoryBase contract as InMemoryMemory implements it, the summary
+"""ContextMemory (design §2.1): the MemoryBase contract as InMemoryMemory implements it, the summary
 message, and state round-trips through a real JSONSession."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pair-safe cut (SPEC 4.1, 12.4, 12.5, 12.14), checked exhaustively against a brute-force
+"""The pair-safe cut (design §4.1, 12.4, 12.5, 12.14), checked exhaustively against a brute-force
 oracle and on the named hard cases."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DialogStore (SPEC 2.2, 4.4, 12.9): durable appends, dated files from validated timestamps,
+"""DialogStore (design §2.2, 4.4, 12.9): durable appends, dated files from validated timestamps,
 backwards reads, torn and corrupt lines, de-duplication, search, concurrent writers."""
 
 from __future__ import annotations

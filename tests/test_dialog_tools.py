@@ -1,4 +1,4 @@
-"""read_dialog / search_dialog (SPEC 6.2) over a real DialogStore, called as an agent would."""
+"""read_dialog / search_dialog (design §6.2) over a real DialogStore, called as an agent would."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hardening (SPEC 4.3, 4.4, 12): faults injected at every step of the pipeline, hostile tool
+"""Hardening (design §4.3, 4.4, 12): faults injected at every step of the pipeline, hostile tool
 outputs, and two processes sharing one workspace."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from agentscope_context_ext import (
 )
 from agentscope_context_ext.core.errors import WorkspaceError, WorkspaceWriteError
 from agentscope_context_ext.core.longterm import LongTermMemory
-from agentscope_context_ext.core.pipeline import Compactor, ContextChecker
+from agentscope_context_ext.core.pipeline import SummaryWriter, TokenTally
 from agentscope_context_ext.core.workspace import open_storage
 from agentscope_context_ext.testing import ScriptedChatModel, reply, tool_call
 
@@ -63,8 +63,8 @@ FAULTS = {
     "memory removal": (ContextMemory, "delete"),
     "tool-result write": (ToolResultStore, "save"),
     "ttl cleanup": (ToolResultStore, "maybe_cleanup"),
-    "summary model": (Compactor, "summarize"),
-    "token check": (ContextChecker, "count"),
+    "summary model": (SummaryWriter, "summarize"),
+    "token check": (TokenTally, "count"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Long-term memory (SPEC 6.3, 7, 12.10): the file layer, the memory tools, the Summarizer on
+"""Long-term memory (design §6.3, 7, 12.10): the file layer, the memory tools, the Summarizer on
 compaction (driven by the scripted model making real tool calls), consolidation and its
 scheduler, prompt injection, concurrency and hostile input."""
 

@@ -1,4 +1,4 @@
-"""The manager and its attachment (SPEC 1; issue 12): every change to the agent goes through its
+"""The manager and its attachment (design §1; issue 12): every change to the agent goes through its
 public API and ``detach()`` undoes it exactly; ``Memory.md`` never reaches session state."""
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def test_the_compat_section_is_checked() -> None:
 
 
 def test_string_content_joins_text_parts_and_keeps_media() -> None:
-    from agentscope_context_ext.agentfile._openai_compatible import string_content
+    from agentscope_context_ext.core.openai_compatible import string_content
 
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
     messages = [

@@ -1,4 +1,4 @@
-"""The pipeline on a real ReActAgent (SPEC 4, 4.1, 4.3, 4.4): long sessions stay in the window
+"""The pipeline on a real ReActAgent (design §4, 4.1, 4.3, 4.4): long sessions stay in the window
 without orphans or loss; compaction failures, dialog write failures and crashes lose nothing;
 an oversized newest message overflows without looping."""
 

@@ -1,4 +1,4 @@
-"""The read_file tool (SPEC 3.4, 6.1): ranges, truncation with notices pointing at the source,
+"""The read_file tool (design §3.4, 6.1): ranges, truncation with notices pointing at the source,
 Markdown limits, allowed roots and symlink escapes, and one-line errors. Registered in a real
 AgentScope Toolkit and called the way an agent calls it."""
 

@@ -1,4 +1,4 @@
-"""Transcript replay (SPEC 10, BENCHMARKS B3): every shared transcript at 32k and 128k windows,
+"""Transcript replay (design §10, BENCHMARKS B3): every shared transcript at 32k and 128k windows,
 importers for each format, and bad input."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stage one and stage two, result by result, for every state a result can be in (SPEC 3.2-3.4;
+"""Stage one and stage two, result by result, for every state a result can be in (design §3.2-3.4;
 issue 12). Core only: real stores and counter, no AgentScope."""
 
 from __future__ import annotations

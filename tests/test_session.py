@@ -1,4 +1,4 @@
-"""Session state through JSONSession (SPEC 2.1): a reloaded agent sends the same prompts as one
+"""Session state through JSONSession (design §2.1): a reloaded agent sends the same prompts as one
 that never stopped."""
 
 from __future__ import annotations

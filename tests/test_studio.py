@@ -1,4 +1,4 @@
-"""AgentScope Studio (SPEC 11): the package works unchanged under ``agentscope.init(studio_url=...)``
+"""AgentScope Studio (design §11): the package works unchanged under ``agentscope.init(studio_url=...)``
 and its compaction notices reach Studio as pushed messages. The stub server speaks the endpoints
 the AgentScope client calls; it runs in a subprocess because ``agentscope.init`` installs
 process-wide hooks."""

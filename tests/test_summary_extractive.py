@@ -1,4 +1,4 @@
-"""The extractive summary (SPEC 4.2, issue 11): a handover from the messages alone.
+"""The extractive summary (design §4.2, issue 11): a handover from the messages alone.
 
 Pure core tests: neutral messages, no AgentScope."""
 

@@ -1,4 +1,4 @@
-"""Parsing a compaction model's answer and rendering the summary message (SPEC 2.1, 4.2).
+"""Parsing a compaction model's answer and rendering the summary message (design §2.1, 4.2).
 
 Pure core tests: no AgentScope."""
 

@@ -1,4 +1,4 @@
-"""What the compaction model is asked and given (SPEC 4.2, 12.7; issue 11).
+"""What the compaction model is asked and given (design §4.2, 12.7; issue 11).
 
 Pure core tests: no AgentScope."""
 

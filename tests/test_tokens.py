@@ -1,4 +1,4 @@
-"""Offline token counting (SPEC 5, 12.6, 12.13)."""
+"""Offline token counting (design §5, 12.6, 12.13)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_estimate_is_bytes_over_four() -> None:
 
 
 def test_estimate_is_far_off_on_chinese(qwen: TokenCounter) -> None:
-    # Why the estimate is opt-in only (SPEC 12.13): measured here, not assumed.
+    # Why the estimate is opt-in only (design §12.13): measured here, not assumed.
     text = "上下文管理让智能体在长时间工作中保持上下文窗口小而有用。" * 50
     exact = qwen.count_text(text)
     estimate = get_token_counter("estimate").count_text(text)

@@ -1,4 +1,4 @@
-"""ToolResultStore (SPEC 2.2, 12.11): atomic saves, and a TTL cleanup that only ever deletes
+"""ToolResultStore (design §2.2, 12.11): atomic saves, and a TTL cleanup that only ever deletes
 its own files, runs at start and at most once an hour."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The two truncation stages on a real ReActAgent (SPEC 3.2-3.4; issue 12's bugs)."""
+"""The two truncation stages on a real ReActAgent (design §3.2-3.4; issue 12's bugs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The truncation engine (SPEC 3.1, 12 items 1-3): pure functions, checked case by case and by
+"""The truncation engine (design §3.1, 12 items 1-3): pure functions, checked case by case and by
 a property test against the real ``read_file`` continuation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Provider usage: the gap between our count and the provider's (SPEC 5.1), and calibration."""
+"""Provider usage: the gap between our count and the provider's (design §5.1), and calibration."""
 
 from __future__ import annotations
 

@@ -1,18 +1,16 @@
 """Agents from an agent file: the model of your choice, tools, and context management on
 (``build_agent("agent.yaml")``, ``agentscope-context chat --agent agent.yaml``), on the installed
-AgentScope: a 1.x ``ReActAgent`` or a 2.x ``Agent``."""
+AgentScope: a 2.x ``Agent`` (with the ``ContextMiddleware``) or a 1.x ``ReActAgent``."""
 
-from ..compat import agentscope_major
-from ..core.agent_file import ModelSettings
-from ._common import ModelUnavailable
-from ._server import explain_model_failure as _explain
+from ..adapter import installed
+from ..core.agent_file import ModelSettings, ModelUnavailable
+from ..core.model_servers import explain_model_failure as _explain
 
-if agentscope_major() >= 2:
-    from ._build2 import MODEL_APIS, build_agent, build_model
-else:
-    from ._build import MODEL_APIS, build_agent, build_model
+build_agent = installed.build_agent
+build_model = installed.build_model
+MODEL_APIS = installed.MODEL_APIS
 
-__all__ = ["ModelUnavailable", "build_agent", "build_model", "explain_model_failure"]
+__all__ = ["MODEL_APIS", "ModelUnavailable", "build_agent", "build_model", "explain_model_failure"]
 
 
 def explain_model_failure(exc: BaseException, settings: ModelSettings | None) -> str | None:

@@ -4,18 +4,28 @@
 ``Memory.md`` as head messages; the ``post_acting`` and ``pre_reasoning`` instance hooks run the
 core pipeline; the core's tools become 1.x tool functions; the Summarizer and consolidation
 agents are ``ReActAgent``\\ s. :class:`Attachment` records every change made to an agent.
+
+Both adapters offer the same facade to the layers above them (the commands, the demo, replay,
+agent files, the tests): :class:`ManagedAgent`, the scripted model, ``replay_transcript`` and
+``records_to_msgs``, ``build_agent``/``build_model``/``MODEL_APIS``, ``connect_studio``,
+``consolidate``, the tools, the dialog codec.
 """
 
 from ._agent import ContextReActAgent
+from ._agent_file import MODEL_APIS, build_agent, build_model
 from ._attachment import Attachment, adopt_memory
-from ._context import AgentScopeContext
+from ._context import MemoryPort
 from ._convert import DialogStore, MsgCodec, as_tool, output_text, to_view, to_views
 from ._longterm import LongTermMemoryService, agent_runner, consolidate
+from ._managed import SESSIONS_DIRNAME, ManagedAgent
 from ._manager import HOOK_NAME, ContextManager, enable_context_management
 from ._memory import ContextMemory
 from ._messages import META_KEY, has_tool_results, result_state
 from ._model import model_call, named_model
+from ._replay import record_to_msg, records_to_msgs, replay_transcript
+from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
 from ._session import AtomicJSONSession
+from ._studio import connect_studio
 from ._tokens import TokenCounter, get_token_counter
 from ._tools import make_dialog_tools, make_memory_tools, make_read_file_tool
 from ._usage import UsageTap
@@ -23,7 +33,8 @@ from ._usage import UsageTap
 __all__ = [
     "HOOK_NAME",
     "META_KEY",
-    "AgentScopeContext",
+    "MODEL_APIS",
+    "SESSIONS_DIRNAME",
     "AtomicJSONSession",
     "Attachment",
     "ContextManager",
@@ -31,12 +42,20 @@ __all__ = [
     "ContextReActAgent",
     "DialogStore",
     "LongTermMemoryService",
+    "ManagedAgent",
+    "MemoryPort",
+    "ModelCall",
     "MsgCodec",
+    "Reply",
+    "ScriptedChatModel",
     "TokenCounter",
     "UsageTap",
     "adopt_memory",
     "agent_runner",
     "as_tool",
+    "build_agent",
+    "build_model",
+    "connect_studio",
     "consolidate",
     "enable_context_management",
     "get_token_counter",
@@ -47,7 +66,12 @@ __all__ = [
     "model_call",
     "named_model",
     "output_text",
+    "record_to_msg",
+    "records_to_msgs",
+    "replay_transcript",
+    "reply",
     "result_state",
     "to_view",
     "to_views",
+    "tool_call",
 ]

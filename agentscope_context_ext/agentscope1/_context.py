@@ -1,4 +1,4 @@
-"""The core pipeline's view of a 1.x agent's memory: :class:`AgentScopeContext` implements
+"""The core pipeline's view of a 1.x agent's memory: :class:`MemoryPort` implements
 :class:`~agentscope_context_ext.core.pipeline.ContextPort` over a :class:`ContextMemory`.
 
 Counting goes through the agent's own formatter, one message at a time, so the count is that of
@@ -25,12 +25,12 @@ from ._convert import media_of, output_text, to_view
 from ._memory import ContextMemory
 from ._messages import result_state, text_state
 
-__all__ = ["AgentScopeContext"]
+__all__ = ["MemoryPort"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
 
-class AgentScopeContext:
+class MemoryPort:
     """A :class:`ContextMemory`, its agent's formatter and a token counter, as a port.
 
     Args:

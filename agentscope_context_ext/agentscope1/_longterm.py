@@ -1,4 +1,4 @@
-"""Long-term memory on a 1.x agent (SPEC 7): the Summarizer and consolidation agents as
+"""Long-term memory on a 1.x agent (design §7): the Summarizer and consolidation agents as
 ``ReActAgent``\\ s, and the service that wires the core's long-term memory to one managed agent.
 
 ``Memory.md`` reaches the model as a head message of the agent's ``ContextMemory``, never

@@ -1,4 +1,4 @@
-"""One call enables everything on an existing 1.x agent (SPEC 1, 9).
+"""One call enables everything on an existing 1.x agent (design §1, 9).
 
 .. code-block:: python
 
@@ -40,7 +40,7 @@ from ..core.provider_errors import LengthRejection
 from ..core.tokens import known_max_input_tokens
 from ..core.workspace import ToolResultStore, open_workspace
 from ._attachment import Attachment, adopt_memory
-from ._context import AgentScopeContext
+from ._context import MemoryPort
 from ._convert import DialogStore
 from ._hooks import PipelineHooks
 from ._longterm import LongTermMemoryService
@@ -102,7 +102,7 @@ class ContextManager(ManagerBase):
             if config.compaction.model == "extractive"
             else compaction_model or named_model(agent.model, config.compaction.model)
         )
-        self.port = AgentScopeContext(self.memory, agent.formatter, self.counter)
+        self.port = MemoryPort(self.memory, agent.formatter, self.counter)
         self.pipeline = build_pipeline(
             config,
             self.port,

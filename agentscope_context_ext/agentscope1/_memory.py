@@ -1,4 +1,4 @@
-"""``ContextMemory``: the in-memory layer of the context (SPEC 2.1).
+"""``ContextMemory``: the in-memory layer of the context (design §2.1).
 
 A drop-in ``MemoryBase`` with the whole contract ``ReActAgent`` uses (marks included, since
 ``ReActAgent`` deletes its hint messages by mark every step), plus what the pipeline needs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from agentscope.formatter import FormatterBase
+from agentscope.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
@@ -13,9 +13,10 @@ from ..core.pipeline import CallModel, final_response
 __all__ = ["model_call", "named_model"]
 
 
-def model_call(model: ChatModelBase, formatter: FormatterBase) -> CallModel:
+def model_call(model: ChatModelBase, formatter: FormatterBase | None = None) -> CallModel:
     """``await call(instruction, content)``: the model's answer text to a system instruction and
-    one user message, streamed or not."""
+    one user message, streamed or not (``formatter``: the model's, else OpenAI's layout)."""
+    formatter = formatter or OpenAIChatFormatter()
 
     async def call(instruction: str, content: str) -> str:
         prompt = await formatter.format(

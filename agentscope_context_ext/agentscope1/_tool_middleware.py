@@ -21,7 +21,7 @@ from typing import Any
 from agentscope.tool import ToolResponse
 
 from ..core.pipeline import ContextPipeline
-from ._context import AgentScopeContext
+from ._context import MemoryPort
 from ._memory import ContextMemory
 
 __all__ = ["StageOneMiddleware"]
@@ -35,13 +35,11 @@ class StageOneMiddleware:
 
     Args:
         pipeline (`ContextPipeline`): The managed agent's pipeline.
-        port (`AgentScopeContext`): Builds the result as the stages see it.
+        port (`MemoryPort`): Builds the result as the stages see it.
         memory (`ContextMemory`): The managed agent's memory.
     """
 
-    def __init__(
-        self, pipeline: ContextPipeline, port: AgentScopeContext, memory: ContextMemory
-    ) -> None:
+    def __init__(self, pipeline: ContextPipeline, port: MemoryPort, memory: ContextMemory) -> None:
         self.pipeline = pipeline
         self.port = port
         self.memory = memory

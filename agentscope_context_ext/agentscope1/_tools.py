@@ -1,4 +1,4 @@
-"""The tools given to a 1.x agent (SPEC 6): the core's tool functions as AgentScope tools."""
+"""The tools given to a 1.x agent (design §6): the core's tool functions as AgentScope tools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Listening to the provider (SPEC 4.3, 5.1).
+"""Listening to the provider (design §4.3, 5.1).
 
 ``UsageTap`` wraps the agent's chat model. It passes on the tool schemas the manager offers (the
 dialog tools once there is a dialog, as 2.x's ``on_model_call`` does), reports

@@ -4,31 +4,51 @@
 pipeline in ``on_compress_context`` (instead of 2.x's own compression) and adds ``Memory.md`` in
 ``on_system_prompt``; :class:`ContextOffloader` is the workspace as 2.x's ``Offloader``; the
 core's tools become ``FunctionTool``\\ s; the Summarizer and consolidation agents are 2.x
-``Agent``\\ s. :class:`AgentStateContext` is the agent's ``state`` as the core's port.
+``Agent``\\ s. :class:`StatePort` is the agent's ``state`` as the core's port.
+
+Both adapters offer the same facade to the layers above them (the commands, the demo, replay,
+agent files, the tests): :class:`ManagedAgent`, the scripted model, ``replay_transcript`` and
+``records_to_msgs``, ``build_agent``/``build_model``/``MODEL_APIS``, ``connect_studio``,
+``consolidate``, the tools, the dialog codec.
 """
 
 from ..core.tokens import TokenCounter, get_token_counter
-from ._context import META_KEY, AgentStateContext, result_record
+from ._agent_file import MODEL_APIS, build_agent, build_model
+from ._context import META_KEY, StatePort, result_record
 from ._convert import DialogStore, MsgCodec, Segment, output_text, segments, to_view, to_views
 from ._longterm import LongTermMemoryService, agent_runner, consolidate
+from ._managed import SESSIONS_DIRNAME, ManagedAgent
 from ._manager import ContextManager, ContextMiddleware, enable_context_management
 from ._model import model_call, model_name, named_model
 from ._offloader import ContextOffloader
+from ._records import records_to_msgs
+from ._replay import replay_transcript
+from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
+from ._studio import connect_studio
 from ._tools import as_tool, make_dialog_tools, make_memory_tools, make_read_file_tool
 
 __all__ = [
     "META_KEY",
-    "AgentStateContext",
+    "MODEL_APIS",
+    "SESSIONS_DIRNAME",
     "ContextManager",
     "ContextMiddleware",
     "ContextOffloader",
     "DialogStore",
     "LongTermMemoryService",
+    "ManagedAgent",
+    "ModelCall",
     "MsgCodec",
+    "Reply",
+    "ScriptedChatModel",
     "Segment",
+    "StatePort",
     "TokenCounter",
     "agent_runner",
     "as_tool",
+    "build_agent",
+    "build_model",
+    "connect_studio",
     "consolidate",
     "enable_context_management",
     "get_token_counter",
@@ -39,8 +59,12 @@ __all__ = [
     "model_name",
     "named_model",
     "output_text",
+    "records_to_msgs",
+    "replay_transcript",
+    "reply",
     "result_record",
     "segments",
     "to_view",
     "to_views",
+    "tool_call",
 ]

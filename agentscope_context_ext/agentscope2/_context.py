@@ -1,4 +1,4 @@
-"""The core pipeline's view of a 2.x agent's ``state``: :class:`AgentStateContext` implements
+"""The core pipeline's view of a 2.x agent's ``state``: :class:`StatePort` implements
 :class:`~agentscope_context_ext.core.pipeline.ContextPort` over ``agent.state.context``.
 
 The agent owns the list and grows it in place (one assistant message per reply, extended block
@@ -35,7 +35,7 @@ from ..core.tokens import TokenCounter
 from ..core.truncation import sendable_text
 from ._convert import Segment, has_text, media_of, output_text, segments, to_view, tool_arguments
 
-__all__ = ["META_KEY", "AgentStateContext", "result_record"]
+__all__ = ["META_KEY", "StatePort", "result_record"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -58,7 +58,7 @@ def _unprocessed(segment: Segment) -> bool:
     )
 
 
-class AgentStateContext:
+class StatePort:
     """A 2.x agent's state, its model's formatter and a token counter, as a port.
 
     Args:

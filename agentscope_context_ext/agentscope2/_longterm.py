@@ -1,4 +1,4 @@
-"""Long-term memory on a 2.x agent (SPEC 7): the Summarizer and consolidation agents as 2.x
+"""Long-term memory on a 2.x agent (design §7): the Summarizer and consolidation agents as 2.x
 ``Agent``\\ s, and the service that wires the core's long-term memory to one managed agent.
 
 ``Memory.md`` reaches the model through the system prompt (the middleware's
@@ -59,13 +59,15 @@ def agent_runner(model: ChatModelBase, name: str, max_iters: int = 8) -> AgentRu
 async def consolidate(
     workspace_or_memory: str | Path | Storage | LongTermMemory,
     model: ChatModelBase,
+    formatter: Any = None,
     *,
     max_bytes: int = 16384,
     now: datetime | None = None,
     on_write: Callable[[str, dict[str, Any]], Any] | None = None,
 ) -> ConsolidationResult:
     """Merge the daily notes since the last consolidation into ``Memory.md``, with a consolidation
-    agent on ``model`` (see :func:`agentscope_context_ext.core.longterm.consolidate`)."""
+    agent on ``model`` (see :func:`agentscope_context_ext.core.longterm.consolidate`). A 2.x
+    model formats for itself: ``formatter`` (1.x's argument) is not used."""
     return await core_consolidate(
         workspace_or_memory,
         agent_runner(model, "consolidator", max_iters=CONSOLIDATOR_MAX_ITERS),

@@ -56,7 +56,7 @@ from ..core.pipeline import ResultSlot, build_pipeline
 from ..core.provider_errors import length_rejection, with_first_chunk
 from ..core.tokens import get_token_counter, known_max_input_tokens
 from ..core.workspace import ToolResultStore, open_workspace
-from ._context import AgentStateContext, changed_output
+from ._context import StatePort, changed_output
 from ._convert import DialogStore, has_text, media_of, output_text, tool_arguments
 from ._longterm import LongTermMemoryService
 from ._model import model_call, model_name, named_model
@@ -252,7 +252,7 @@ class ContextManager(ManagerBase):
         storage (`Storage`): Where the workspace's data lives.
         max_input_tokens (`int`): The window the pipeline manages (``config.max_input_tokens``,
             else the model's ``context_size``).
-        port (`AgentStateContext`): The agent's state as the pipeline sees it.
+        port (`StatePort`): The agent's state as the pipeline sees it.
     """
 
     def __init__(self, agent: Any, middleware: ContextMiddleware) -> None:
@@ -281,7 +281,7 @@ class ContextManager(ManagerBase):
             config.tokenizer, model_name=name, media_token_cost=config.media_token_cost
         )
         self.bus = middleware.bus
-        self.port = AgentStateContext(agent, self.counter)
+        self.port = StatePort(agent, self.counter)
         summary_model = (
             None
             if config.compaction.model == "extractive"

@@ -18,9 +18,10 @@ def model_name(model: object) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def model_call(model: ChatModelBase) -> CallModel:
+def model_call(model: ChatModelBase, formatter: object = None) -> CallModel:
     """``await call(instruction, content)``: the model's answer text to a system instruction and
-    one user message, streamed or not (a 2.x model formats its own input)."""
+    one user message, streamed or not (a 2.x model formats its own input: ``formatter``, 1.x's
+    argument, is not used)."""
 
     async def call(instruction: str, content: str) -> str:
         response = await model([SystemMsg("system", instruction), UserMsg("user", content)])

@@ -1,4 +1,4 @@
-"""The tools given to a 2.x agent (SPEC 6): the core's tool functions as 2.x ``FunctionTool``\\ s.
+"""The tools given to a 2.x agent (design §6): the core's tool functions as 2.x ``FunctionTool``\\ s.
 
 2.x asks the user before running a ``FunctionTool`` unless the tool carries its own permission;
 these tools only read the workspace (or write ``Memory.md`` for the agent), so each is allowed.

@@ -1,4 +1,4 @@
-"""The ``agentscope-context`` command line (SPEC 10)."""
+"""The ``agentscope-context`` command line (design §10)."""
 
 from ._main import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_OK, main
 

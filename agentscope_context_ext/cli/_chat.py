@@ -6,140 +6,20 @@ import asyncio
 import sys
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import parse_qs, urlparse
 
+from ..adapter import installed
 from ..agentfile import ModelUnavailable, build_agent, explain_model_failure
-from ..compat import agentscope_major
 from ..core.agent_file import ModelSettings, load_agent_file
 from ..core.config import ContextConfig
-from ..core.workspace import is_storage_url
 from ._models import model_from_environment
 
 EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
 
-
-SESSIONS_DIRNAME = "sessions"
-
-
 SYSTEM_PROMPT = "You are a helpful assistant. Use your tools when they help."
-
-
-def _session(workspace: str):
-    """Where ``chat`` keeps a 1.x conversation: next to the workspace's other data."""
-    from ..agentscope1 import AtomicJSONSession
-
-    if not is_storage_url(workspace):
-        return AtomicJSONSession(save_dir=str(Path(workspace) / SESSIONS_DIRNAME))
-    from agentscope.session import RedisSession
-
-    parsed = urlparse(workspace)
-    prefix = (parse_qs(parsed.query).get("prefix") or ["ace"])[0]
-    return RedisSession(
-        host=parsed.hostname or "localhost",
-        port=parsed.port or 6379,
-        db=int(parsed.path.strip("/") or 0),
-        password=parsed.password,
-        key_prefix=f"{prefix}:{SESSIONS_DIRNAME}:",
-    )
 
 
 class ModelUnreachable(RuntimeError):
     """The model's server refused or dropped the connection."""
-
-
-class _Agent1:
-    """``chat`` on AgentScope 1.x: a ``ReActAgent`` (it prints its own replies), its session
-    in ``JSONSession``/``RedisSession``."""
-
-    def __init__(self, agent: Any, config: ContextConfig) -> None:
-        self.agent = agent
-        self.session = _session(config.workspace)
-
-    @staticmethod
-    def make(model: Any, formatter: Any, config: ContextConfig) -> Any:
-        from agentscope.agent import ReActAgent
-        from agentscope.tool import Toolkit
-
-        from ..agentscope1 import enable_context_management
-
-        agent = ReActAgent(
-            name="assistant",
-            sys_prompt=SYSTEM_PROMPT,
-            model=model,
-            formatter=formatter,
-            toolkit=Toolkit(),
-        )
-        enable_context_management(agent, config)
-        return agent
-
-    async def load(self, session_id: str) -> None:
-        await self.session.load_session_state(session_id=session_id, agent=self.agent)
-
-    async def save(self, session_id: str) -> None:
-        await self.session.save_session_state(session_id=session_id, agent=self.agent)
-
-    async def send(self, text: str, say: Any) -> None:
-        from agentscope.message import Msg
-
-        await self.agent(Msg("user", text, "user"))
-
-    async def ask(self) -> str:
-        from agentscope.agent import UserAgent
-
-        msg = await UserAgent(name="user")()
-        return msg.get_text_content() or ""
-
-
-class _Agent2:
-    """``chat`` on AgentScope 2.x: an ``Agent`` with the middleware; its state, as 2.x saves it
-    (``model_dump_json``), in the workspace's ``sessions/<id>.json`` (atomic; a Redis workspace
-    keeps it on the server)."""
-
-    def __init__(self, agent: Any, config: ContextConfig) -> None:
-        self.agent = agent
-        self.storage = agent.context_manager.storage
-
-    @staticmethod
-    def make(model: Any, formatter: Any, config: ContextConfig) -> Any:
-        from agentscope.agent import Agent
-        from agentscope.tool import Toolkit
-
-        from ..agentscope2 import ContextMiddleware
-
-        middleware = ContextMiddleware(config)
-        agent = Agent(
-            name="assistant",
-            system_prompt=SYSTEM_PROMPT,
-            model=model,
-            toolkit=Toolkit(),
-            middlewares=[middleware],
-            offloader=middleware.offloader,
-        )
-        middleware.bind(agent)
-        return agent
-
-    @staticmethod
-    def _key(session_id: str) -> str:
-        return f"{SESSIONS_DIRNAME}/{session_id}.json"
-
-    async def load(self, session_id: str) -> None:
-        from agentscope.state import AgentState
-
-        data = self.storage.read(self._key(session_id))
-        if data:
-            self.agent.state = AgentState.model_validate_json(data)
-
-    async def save(self, session_id: str) -> None:
-        self.storage.write(self._key(session_id), self.agent.state.model_dump_json().encode())
-
-    async def send(self, text: str, say: Any) -> None:
-        from agentscope.message import UserMsg
-
-        answer = await self.agent.reply(UserMsg("user", text))
-        say(f"{self.agent.name}: {answer.get_text_content() or ''}")
-
-    async def ask(self) -> str:
-        return await asyncio.to_thread(input, "user: ")
 
 
 def run_chat(
@@ -158,9 +38,8 @@ def run_chat(
     On a terminal the user types at a prompt; otherwise each line of ``stdin`` is one message,
     so a chat can be scripted. ``/compact``, ``/context`` and ``/memory`` are commands. The
     agent's state is saved after every turn to ``<workspace>/sessions/<session_id>.json``
-    (atomically), or with a Redis workspace on that server (1.x: AgentScope's
-    ``RedisSession``; 2.x: the workspace's own keys), and loaded at start. The agent is the
-    installed AgentScope's: a 1.x ``ReActAgent`` or a 2.x ``Agent``.
+    (atomically), or with a Redis workspace on that server, and loaded at start. The agent is
+    the installed AgentScope's (its adapter's ``ManagedAgent``).
 
     Raises:
         `ModelUnreachable`: The model's server does not answer.
@@ -169,13 +48,12 @@ def run_chat(
     """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
-    kind = _Agent2 if agentscope_major() >= 2 else _Agent1
     settings: ModelSettings | None = None
     if agent_file is not None:
         spec = load_agent_file(agent_file).with_overrides(model_name, base_url)
         settings = spec.model
-        agent = build_agent(spec)
-        config = agent.context_manager.config
+        chat = installed.ManagedAgent(build_agent(spec))
+        config = chat.manager.config
     else:
         config = config or ContextConfig()
         model, formatter = model_from_environment(
@@ -186,9 +64,11 @@ def run_chat(
                 else None
             )
         )
-        agent = kind.make(model, formatter, config)
-    manager = agent.context_manager
-    chat = kind(agent, config)
+        chat = installed.ManagedAgent.create(
+            model, config, system_prompt=SYSTEM_PROMPT, formatter=formatter, console=True
+        )
+    agent = chat.agent
+    manager = chat.manager
     last: dict = {}
     manager.subscribe(lambda e: last.update(e.data) if e.type == "compaction_finished" else None)
     interactive = _is_terminal(stdin)
@@ -242,20 +122,22 @@ def run_chat(
             return
         while True:
             try:
-                text = await chat.ask()
+                text = await asyncio.to_thread(input, "user: ")
             except (EOFError, KeyboardInterrupt):
                 return
             yield text.strip()
 
     async def loop() -> None:
-        await chat.load(session_id)
+        await chat.load_session(session_id)
         async for text in turns():
             if text.lower() in EXIT_WORDS:
                 break
             if await command(text):
                 continue
             try:
-                await chat.send(text, say)
+                answer = await chat.ask(text)
+                if not chat.prints_replies:
+                    say(f"{agent.name}: {answer}")
             except Exception as exc:
                 if _is_connection_error(exc):
                     raise ModelUnreachable(_describe(exc, agent)) from None
@@ -263,7 +145,7 @@ def run_chat(
                 if problem:
                     raise ModelUnavailable(problem) from None
                 raise
-            await chat.save(session_id)
+            await chat.save_session(session_id)
         await manager.drain()
 
     asyncio.run(loop())

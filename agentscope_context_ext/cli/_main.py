@@ -1,4 +1,4 @@
-"""The ``agentscope-context`` command line (SPEC 10).
+"""The ``agentscope-context`` command line (design §10).
 
 Exit codes: 0 ok, 2 bad input (one-line reason on stderr, no traceback), 1 internal error.
 """
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
+from ..adapter import installed
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.workspace import Storage, is_storage_url, open_storage, refuse_other_schemes
@@ -294,15 +295,8 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 async def _consolidate(memory, model, formatter, max_bytes: int):
-    """The installed AgentScope's consolidation agent (a 2.x model formats for itself)."""
-    from importlib import import_module
-
-    from ..compat import adapter_module, agentscope_major
-
-    consolidate = import_module(adapter_module(), __package__.rpartition(".")[0]).consolidate
-    if agentscope_major() >= 2:
-        return await consolidate(memory, model, max_bytes=max_bytes)
-    return await consolidate(memory, model, formatter, max_bytes=max_bytes)
+    """The installed AgentScope's consolidation agent."""
+    return await installed.consolidate(memory, model, formatter, max_bytes=max_bytes)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

@@ -1,40 +1,20 @@
-"""Chat models for the commands that need a real one (``consolidate``, ``chat``)."""
+"""Chat models for the commands that need a real one (``consolidate``, ``chat``) when no agent
+file names one: the environment's DashScope or OpenAI key."""
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..compat import agentscope_major
-
-
-class _Provider(NamedTuple):
-    env_var: str
-    default_model: str
-    model_class: str
-    formatter_class: str
-    credential_class: str
-
+from ..agentfile import build_model
+from ..core.agent_file import ModelSettings
 
 _PROVIDERS = (
-    _Provider(
-        "DASHSCOPE_API_KEY",
-        "qwen-plus",
-        "DashScopeChatModel",
-        "DashScopeChatFormatter",
-        "DashScopeCredential",
-    ),
-    _Provider(
-        "OPENAI_API_KEY",
-        "gpt-4o-mini",
-        "OpenAIChatModel",
-        "OpenAIChatFormatter",
-        "OpenAICredential",
-    ),
+    ("DASHSCOPE_API_KEY", "dashscope", "qwen-plus"),
+    ("OPENAI_API_KEY", "openai", "gpt-4o-mini"),
 )
 
-MODEL_ENV_VARS = tuple(provider.env_var for provider in _PROVIDERS)
+MODEL_ENV_VARS = tuple(env_var for env_var, _, _ in _PROVIDERS)
 
 
 class NoModelError(RuntimeError):
@@ -43,29 +23,19 @@ class NoModelError(RuntimeError):
 
 def model_from_environment(model_name: str | None = None) -> tuple[Any, Any]:
     """DashScope when ``DASHSCOPE_API_KEY`` is set, else OpenAI when ``OPENAI_API_KEY`` is set:
-    the installed AgentScope's model and formatter (on 2.x, ``model.formatter``).
+    the installed AgentScope's model and formatter (a 2.x model formats for itself: its
+    ``formatter``), built as an agent file's model is.
 
     Raises:
         `NoModelError`: Neither variable is set.
     """
-    for provider in _PROVIDERS:
-        api_key = os.environ.get(provider.env_var)
-        if not api_key:
-            continue
-        model_class = getattr(importlib.import_module("agentscope.model"), provider.model_class)
-        if agentscope_major() >= 2:
-            credential = getattr(
-                importlib.import_module("agentscope.credential"), provider.credential_class
-            )(api_key=api_key)
-            model = model_class(
-                credential=credential, model=model_name or provider.default_model, stream=False
+    for env_var, provider, default_model in _PROVIDERS:
+        if os.environ.get(env_var):
+            settings = ModelSettings(
+                provider=provider,
+                model=model_name or default_model,
+                api_key_env=env_var,
+                stream=False,
             )
-            return model, model.formatter
-        formatter_class = getattr(
-            importlib.import_module("agentscope.formatter"), provider.formatter_class
-        )
-        model = model_class(
-            model_name=model_name or provider.default_model, api_key=api_key, stream=False
-        )
-        return model, formatter_class()
+            return build_model(settings)
     raise NoModelError(f"no model available: set {' or '.join(MODEL_ENV_VARS)}")

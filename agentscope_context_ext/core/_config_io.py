@@ -1,4 +1,4 @@
-"""Reading configuration files and explaining validation errors (SPEC 8)."""
+"""Reading configuration files and explaining validation errors (design §8)."""
 
 from __future__ import annotations
 

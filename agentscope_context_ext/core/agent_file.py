@@ -25,6 +25,7 @@ only (no AgentScope): an adapter builds the agent.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from pathlib import Path
@@ -43,7 +44,17 @@ from ._config_io import describe_errors, read_config_file
 from .config import ContextConfig
 from .errors import ConfigError
 
-__all__ = ["AgentFile", "ModelSettings", "OpenAICompatibility", "ToolSettings", "load_agent_file"]
+__all__ = [
+    "LOCAL_KEY",
+    "AgentFile",
+    "ModelSettings",
+    "ModelUnavailable",
+    "OpenAICompatibility",
+    "ToolSettings",
+    "explorer_context",
+    "import_tool",
+    "load_agent_file",
+]
 
 Provider = Literal["dashscope", "openai", "anthropic", "ollama", "openai-compatible"]
 
@@ -198,3 +209,41 @@ def load_agent_file(source: str | Path | dict[str, Any]) -> AgentFile:
         return AgentFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(describe_errors(exc, where)) from None
+
+
+# What the agent-file builders of both adapters share.
+
+LOCAL_KEY = "no-key"
+"""What an OpenAI-compatible local server gets as its key when none is configured."""
+
+
+class ModelUnavailable(ConfigError):
+    """The model cannot be used as configured (a missing key, a client not installed)."""
+
+
+def explorer_context(spec: AgentFile) -> tuple[list[Path], ContextConfig]:
+    """The explorer's roots (each must be a folder) and the context config with them added to
+    ``tools.allowed_roots`` (``read_file`` may read what the explorer lists)."""
+    assert spec.tools.explorer is not None
+    roots = [Path(root).expanduser().resolve() for root in spec.tools.explorer.roots]
+    for root in roots:
+        if not root.is_dir():
+            raise ConfigError(f"tools.explorer.roots: {root} is not a folder")
+    context = spec.context
+    allowed = [*context.tools.allowed_roots, *(str(root) for root in roots)]
+    context = context.model_copy(
+        update={"tools": context.tools.model_copy(update={"allowed_roots": allowed})}
+    )
+    return roots, context
+
+
+def import_tool(dotted: str) -> Any:
+    """The function ``module:name`` of ``tools.functions``."""
+    module_name, _, name = dotted.partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"tools.functions: cannot import {dotted} ({exc})") from None
+    if not callable(function):
+        raise ConfigError(f"tools.functions: {dotted} is not a function")
+    return function

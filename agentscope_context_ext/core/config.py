@@ -1,4 +1,4 @@
-"""The configuration tree (SPEC 8).
+"""The configuration tree (design §8).
 
 One pydantic model, nested by concern. Key names are public API: they appear in YAML files,
 in ``configs/default.yaml`` and in the README. Unknown keys are errors, so a typo never silently
@@ -54,7 +54,7 @@ MAX_AUTO_SUMMARY_TOKENS = 4096
 
 
 class CompactionConfig(_Section):
-    """When and how the oldest conversation is summarised (SPEC 4)."""
+    """When and how the oldest conversation is summarised (design §4)."""
 
     enabled: bool = True
     """Compact the conversation when it passes the trigger."""
@@ -104,7 +104,7 @@ class CompactionConfig(_Section):
 
 
 class TruncationConfig(_Section):
-    """The two stages of tool-result truncation (SPEC 3)."""
+    """The two stages of tool-result truncation (design §3)."""
 
     enabled: bool = True
     """Truncate large tool results at all."""
@@ -186,7 +186,7 @@ _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 
 
 class LongTermMemoryConfig(_Section):
-    """``Memory.md``, daily notes, the Summarizer and daily consolidation (SPEC 7)."""
+    """``Memory.md``, daily notes, the Summarizer and daily consolidation (design §7)."""
 
     enabled: bool = True
     """Register the memory tools and keep ``Memory.md``."""
@@ -216,7 +216,7 @@ class LongTermMemoryConfig(_Section):
 
 
 class ToolsConfig(_Section):
-    """Which tools ``enable_context_management`` gives the agent (SPEC 6)."""
+    """Which tools ``enable_context_management`` gives the agent (design §6)."""
 
     read_file: bool = True
     """Register ``read_file``, so the agent can read offloaded results back."""
@@ -229,7 +229,7 @@ class ToolsConfig(_Section):
 
 
 class ContextConfig(_Section):
-    """Everything the extension can be told (SPEC 8). Defaults are the documented ones."""
+    """Everything the extension can be told (design §8). Defaults are the documented ones."""
 
     workspace: str = ".agentscope-context"
     """Folder of ``dialog/``, ``tool_result/``, ``Memory.md`` and ``memory/``, or a Redis URL."""

@@ -18,6 +18,10 @@ class ConfigError(ContextExtError, ValueError):
     """
 
 
+class StudioError(ContextExtError, ValueError):
+    """A bad AgentScope Studio URL, or a Studio that cannot be reached."""
+
+
 class WorkspaceError(ContextExtError, OSError):
     """The workspace cannot be used (not a directory, not writable, path escapes it)."""
 

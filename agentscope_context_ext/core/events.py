@@ -1,4 +1,4 @@
-"""Typed events and the statistics built from them (SPEC 9).
+"""Typed events and the statistics built from them (design §9).
 
 Every action of the extension emits one :class:`ContextEvent`. Listeners subscribe through
 ``manager.subscribe(callback)``; every event also goes to the ``agentscope_context_ext``

@@ -11,7 +11,7 @@ from typing import Any
 
 from .events import ContextEvent, ContextStats, EventBus
 from .longterm import ConsolidationResult, LongTermMemory, LongTermService, SummarizerService
-from .pipeline import DIALOG_TOOL_NAMES, ContextCount, ContextPipeline, tool_name
+from .pipeline import DIALOG_TOOL_NAMES, ContextPipeline, PromptCount, tool_name
 from .provider_errors import LengthRejection
 
 __all__ = ["DIALOG_TOOL_NAMES", "ManagerBase"]
@@ -57,7 +57,7 @@ class ManagerBase(ABC):
         count = await self.pipeline.count(sys_prompt, tools)
         self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
 
-    async def recover_overflow(self, rejection: LengthRejection) -> ContextCount:
+    async def recover_overflow(self, rejection: LengthRejection) -> PromptCount:
         """The provider rejected a call for its length: compact for one retry and learn the
         gap (``ContextPipeline.recover_overflow``). Raises ``ContextOverflowError`` when the
         prompt still cannot fit."""
@@ -73,7 +73,7 @@ class ManagerBase(ABC):
         """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
         return self.bus.subscribe(callback)
 
-    async def compact_now(self, extra_instruction: str | None = None) -> ContextCount:
+    async def compact_now(self, extra_instruction: str | None = None) -> PromptCount:
         """Compact right away (as far as a pair-safe cut allows), e.g. before a long task.
 
         Args:
@@ -81,12 +81,12 @@ class ManagerBase(ABC):
                 "keep every SQL query verbatim".
 
         Returns:
-            `ContextCount`: The prompt's token count afterwards.
+            `PromptCount`: The prompt's token count afterwards.
         """
         sys_prompt, tools = await self.prompt_parts()
         return await self.pipeline.compact(sys_prompt, tools, extra_instruction, force=True)
 
-    async def count(self) -> ContextCount:
+    async def count(self) -> PromptCount:
         """The token count of the prompt the agent would send now."""
         sys_prompt, tools = await self.prompt_parts()
         return await self.pipeline.count(sys_prompt, tools)

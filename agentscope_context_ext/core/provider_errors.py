@@ -1,4 +1,4 @@
-"""Recognising a provider's "the prompt is too long" answer (SPEC 4.3), whatever the client.
+"""Recognising a provider's "the prompt is too long" answer (design §4.3), whatever the client.
 
 Our count and the provider's differ now and then (another tokenizer, an image priced
 differently, a window smaller than configured, room the provider keeps for the answer), and

@@ -1,4 +1,4 @@
-"""Compact text renderings of messages, for people and for the dialog tools (SPEC 6.2).
+"""Compact text renderings of messages, for people and for the dialog tools (design §6.2).
 
 Tool outputs are cut at their truncation notice, with the path of the offloaded file kept (it
 is what makes the rest recoverable); tool arguments are shown as written, not as JSON; media

@@ -1,7 +1,8 @@
-"""``agentscope-context demo``: the extension at work on a real agent, offline (SPEC 10).
+"""``agentscope-context demo``: the extension at work on a real agent, offline (design §10).
 
-A real ``ReActAgent`` with real tools (``read_file``, ``list_dir``, ``grep``, all confined to
-the explored folder; by default the installed AgentScope package) explores the folder, driven by
+A real agent of the installed AgentScope (a 2.x ``Agent`` with the ``ContextMiddleware``, or a
+1.x ``ReActAgent``) with real tools (``read_file``, ``list_dir``, ``grep``, all confined to the
+explored folder; by default the installed AgentScope package) explores the folder, driven by
 a scripted plan shipped in the package. The window is small enough that stage-one truncation,
 stage-two re-truncation and several compactions happen; compaction summaries are extractive.
 Progress is shown live; ``report.md``, ``report.json`` and ``tokens.png`` go to the output folder.
@@ -18,15 +19,15 @@ from typing import Any, TextIO
 
 import agentscope
 
-from ..compat import agentscope_major, agentscope_version
+from ..adapter import agentscope_version, installed
 from ..core.config import ContextConfig
 from ..core.messages import Message
 from ..core.rendering import offload_paths
+from ..core.tools import make_explorer_functions
 from ..core.workspace import Storage
 from ..replay import Curve, prompt_pair_violations, write_report
 from ..testing import ModelCall, ScriptedChatModel
 from ._plan import exploration_plan
-from ._tools import make_explorer_tools
 
 DEMO_SETTINGS: dict[str, Any] = {
     "max_input_tokens": 16384,
@@ -119,7 +120,14 @@ async def _run(
     )
     data = config.model_dump()
     data["tools"]["allowed_roots"] = [str(root)]
-    run = _AgentRun(root, model, sys_prompt, ContextConfig.model_validate(data))
+    run = installed.ManagedAgent.create(
+        model,
+        ContextConfig.model_validate(data),
+        name="explorer",
+        system_prompt=sys_prompt,
+        tools=make_explorer_functions(root),
+        max_iters=200,
+    )
     manager = run.manager
     holder["manager"] = manager
     compaction_steps: list[int] = []
@@ -142,11 +150,11 @@ async def _run(
     answer = await run.ask(f"Explore {root.name} and tell me how it is organised.")
     seconds = time.perf_counter() - started
     say()
-    say(f"answer: {answer.get_text_content()}")
+    say(f"answer: {answer}")
 
     stats = manager.stats
     storage = manager.storage
-    missing = _missing_offloads(run.live_views(), run.dialog_views(), storage)
+    missing = _missing_offloads(run.views(), run.dialog_views(), storage)
     report = {
         "steps": len(tokens_per_step),
         "peak_prompt_tokens": max(tokens_per_step, default=0),
@@ -175,7 +183,7 @@ async def _run(
         [Curve("prompt tokens", tokens_per_step, compaction_steps)],
         manager.max_input_tokens,
         manager.pipeline.trigger_tokens,
-        details={"per_step_tokens": tokens_per_step, "answer": answer.get_text_content()},
+        details={"per_step_tokens": tokens_per_step, "answer": answer},
     )
     say()
     say("| figure | value |\n|---|---:|")
@@ -198,72 +206,6 @@ async def _run(
     say()
     say("report: " + ", ".join(str(p) for p in paths.values()))
     return report
-
-
-class _AgentRun:
-    """The demo's agent on the installed AgentScope: a 1.x ``ReActAgent`` with
-    ``enable_context_management``, or a 2.x ``Agent`` with the ``ContextMiddleware`` and its
-    offloader in its constructor (the 2.x way)."""
-
-    def __init__(self, root: Path, model: Any, sys_prompt: str, config: ContextConfig) -> None:
-        tools = make_explorer_tools(root)
-        self.v2 = agentscope_major() >= 2
-        if self.v2:
-            from agentscope.agent import Agent, ReActConfig
-            from agentscope.tool import Toolkit
-
-            from ..agentscope2 import ContextMiddleware, to_view
-
-            middleware = ContextMiddleware(config)
-            self.agent = Agent(
-                name="explorer",
-                system_prompt=sys_prompt,
-                model=model,
-                toolkit=Toolkit(tools=list(tools)),
-                middlewares=[middleware],
-                offloader=middleware.offloader,
-                react_config=ReActConfig(max_iters=200),
-            )
-            self.manager = middleware.bind(self.agent)
-        else:
-            from agentscope.agent import ReActAgent
-            from agentscope.formatter import DashScopeChatFormatter
-            from agentscope.tool import Toolkit
-
-            from ..agentscope1 import enable_context_management, to_view
-
-            toolkit = Toolkit()
-            for tool in tools:
-                toolkit.register_tool_function(tool)
-            self.agent = ReActAgent(
-                name="explorer",
-                sys_prompt=sys_prompt,
-                model=model,
-                formatter=DashScopeChatFormatter(),
-                toolkit=toolkit,
-                max_iters=200,
-                parallel_tool_calls=True,
-            )
-            self.agent.set_console_output_enabled(False)  # the tool outputs would flood it
-            self.manager = enable_context_management(self.agent, config)
-        self.to_view = to_view
-
-    async def ask(self, text: str) -> Any:
-        if self.v2:
-            from agentscope.message import UserMsg
-
-            return await self.agent.reply(UserMsg("user", text))
-        from agentscope.message import Msg
-
-        return await self.agent(Msg("user", text, "user"))
-
-    def live_views(self) -> list[Message]:
-        live = self.agent.state.context if self.v2 else self.agent.memory.messages
-        return [self.to_view(msg) for msg in live]
-
-    def dialog_views(self) -> list[Message]:
-        store = self.manager.pipeline.parts.dialog_store
-        return [self.to_view(record.msg) for record in store.iter_records()]
 
 
 def _missing_offloads(live: list[Message], saved: list[Message], storage: Storage) -> int:

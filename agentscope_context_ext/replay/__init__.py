@@ -1,50 +1,45 @@
-"""Transcript replay: real agent sessions as AgentScope messages, replayed through the hooks."""
+"""Transcript replay: real agent sessions replayed step by step through the installed
+AgentScope's hooks (the importers and the measures are in ``core.transcripts``), the reports
+and plots, and summary fidelity against a reference (benchmark B7)."""
 
-from importlib import import_module
+from __future__ import annotations
+
+from pathlib import Path
 from typing import Any
 
-_WHERE = {
-    "prompt_pair_violations": "._checks",
-    "ClaudeCompaction": "._claude_code",
-    "Record": "._records",
-    "record_from_dict": "._records",
-    "claude_code_compactions": "._claude_code",
-    "claude_code_records": "._claude_code",
-    "load_claude_code": "._claude_code",
-    "FORMATS": "._importers",
-    "Transcript": "._importers",
-    "TranscriptError": "._errors",
-    "detect_format": "._importers",
-    "load_transcripts": "._importers",
-    "recovery_problems": "._recovery",
-    "ReplayResult": "._result",
-    "StepRecord": "._result",
-    "replay_config": "._result",
-    "replay_transcript": None,  # the installed AgentScope's replayer
-    "FidelityResult": "._fidelity",
-    "latest_single_compaction": "._fidelity",
-    "summary_fidelity": "._fidelity",
-    "summary_identifiers": "._fidelity",
-    "Curve": "._report",
-    "aggregate": "._report",
-    "write_report": "._report",
-}
-"""Resolved on first use. The importers, the records, the report and the checks need no
-AgentScope; ``replay_transcript`` is the installed version's replayer; ``load_claude_code``, the
-recovery check of 1.x and the fidelity measure (B7) drive AgentScope 1.x."""
+from ..adapter import installed
+from ..core.transcripts import (
+    FORMATS,
+    ClaudeCompaction,
+    Record,
+    ReplayResult,
+    StepRecord,
+    Transcript,
+    TranscriptError,
+    claude_code_compactions,
+    claude_code_records,
+    detect_format,
+    load_transcripts,
+    prompt_pair_violations,
+    record_from_dict,
+    replay_config,
+)
+from ._fidelity import (
+    FidelityResult,
+    latest_single_compaction,
+    summary_fidelity,
+    summary_identifiers,
+)
+from ._report import Curve, aggregate, write_report
+
+replay_transcript = installed.replay_transcript
+records_to_msgs = installed.records_to_msgs
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = _WHERE[name]
-    if module is None:
-        from ..compat import agentscope_major
-
-        module = "._replayer2" if agentscope_major() >= 2 else "._replayer"
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+def load_claude_code(path: str | Path, until_line: int | None = None) -> list[Any]:
+    """A Claude Code session file as the installed AgentScope's messages (the context its
+    agent would hold; see :func:`claude_code_records` for the arguments)."""
+    return records_to_msgs(claude_code_records(path, until_line))
 
 
 __all__ = [
@@ -66,7 +61,7 @@ __all__ = [
     "load_transcripts",
     "prompt_pair_violations",
     "record_from_dict",
-    "recovery_problems",
+    "records_to_msgs",
     "replay_config",
     "replay_transcript",
     "summary_fidelity",

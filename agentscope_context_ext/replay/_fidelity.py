@@ -13,23 +13,21 @@ not pieces of longer ones.
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg
-
-from ..agentscope1 import DialogStore, get_token_counter, make_dialog_tools, model_call, to_views
+from ..adapter import installed
 from ..core.config import ContextConfig
-from ..core.pipeline import Compactor
+from ..core.pipeline import SummaryWriter
 from ..core.summary import mentions, summary_identifiers
+from ..core.tokens import get_token_counter
+from ..core.transcripts import Record, Transcript
 from ..core.workspace import ToolResultStore
-from ..testing import ScriptedChatModel
-from ._importers import Transcript
-from ._replayer import replay_transcript
 
 _MINIMAL_ANSWER = "## Goal\n- (recorded)\n## Progress\n- (recorded)\n## Next Steps\n- (recorded)"
 
@@ -88,7 +86,7 @@ class FidelityResult:
 
 
 async def latest_single_compaction(
-    messages: list[Msg],
+    messages: list[Record],
     config: ContextConfig,
     *,
     precision: float = 0.01,
@@ -97,7 +95,8 @@ async def latest_single_compaction(
     """The largest window at which replaying ``messages`` compacts at all: one compaction, as
     late as possible. Found by bisection, to ``precision`` of the window."""
     counter = get_token_counter("qwen")
-    high = math.ceil(counter.count_msgs(messages) / config.compaction.trigger_ratio) + 1024
+    tokens = sum(counter.count_text(json.dumps(m.content, ensure_ascii=False)) for m in messages)
+    high = math.ceil(tokens / config.compaction.trigger_ratio) + 1024
     low = 4096
     if not await _compacts(messages, config, low, workspace):
         raise ValueError("the conversation does not compact even at a 4096-token window")
@@ -112,7 +111,7 @@ async def latest_single_compaction(
 
 async def summary_fidelity(
     name: str,
-    messages: list[Msg],
+    messages: list[Record],
     reference: str,
     config: ContextConfig | None = None,
     *,
@@ -123,7 +122,8 @@ async def summary_fidelity(
 
     Args:
         name (`str`): For the report.
-        messages (`list[Msg]`): The conversation the reference summarises.
+        messages (`list[Record]`): The conversation the reference summarises (e.g.
+            ``claude_code_records(path, until_line=...)``).
         reference (`str`): The reference summary (e.g. Claude Code's).
         config (`ContextConfig | None`): The configuration to replay with (default: defaults).
         window (`int | None`): The window; ``None`` finds the largest that compacts once.
@@ -137,19 +137,20 @@ async def summary_fidelity(
                 messages, config, precision=precision, workspace=Path(scratch)
             )
         workspace = Path(scratch) / "final"
-        replay = await replay_transcript(
+        replay = await installed.replay_transcript(
             Transcript(name, messages), config, workspace, window, check_recovery=False
         )
-        dialog = DialogStore(workspace)
+        dialog = installed.DialogStore(workspace)
         compacted = [record.msg for record in dialog.iter_records(newest_first=False)]
-        compacted_ids = {msg.id for msg in compacted}
+        # what the compacted messages hold, each truncated output read back whole
+        store = ToolResultStore(workspace)
         corpus = "\n".join(
-            view.raw_text() for view in to_views([m for m in messages if m.id in compacted_ids])
+            view.raw_text() for view in installed.to_views(compacted, store.read_text)
         )
         summary_file = workspace / "summary.md"
         summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
-        model_input = await _compaction_input(compacted, ToolResultStore(workspace), config, window)
-        _, search_dialog = make_dialog_tools(dialog)
+        model_input = await _compaction_input(compacted, store, config, window)
+        _, search_dialog = installed.make_dialog_tools(dialog)
         result = FidelityResult(
             name=name,
             window=window,
@@ -178,27 +179,27 @@ async def summary_fidelity(
 
 
 async def _compacts(
-    messages: list[Msg], config: ContextConfig, window: int, scratch: Path | None
+    messages: list[Record], config: ContextConfig, window: int, scratch: Path | None
 ) -> bool:
     with tempfile.TemporaryDirectory(dir=scratch) as workspace:
-        result = await replay_transcript(
+        result = await installed.replay_transcript(
             Transcript("probe", messages), config, Path(workspace), window, check_recovery=False
         )
     return result.stats.get("compactions", 0) >= 1
 
 
 async def _compaction_input(
-    compacted: list[Msg], store: ToolResultStore, config: ContextConfig, window: int
+    compacted: list[Any], store: ToolResultStore, config: ContextConfig, window: int
 ) -> str:
     """Everything the compaction model would have been sent for ``compacted``: the real
-    ``Compactor``, with a scripted model that records each call and answers briefly."""
-    model = ScriptedChatModel(lambda call: _MINIMAL_ANSWER)
+    ``SummaryWriter``, with a scripted model that records each call and answers briefly."""
+    model = installed.ScriptedChatModel(lambda call: _MINIMAL_ANSWER)
     counter = get_token_counter("qwen")
-    compactor = Compactor(
-        model_call(model, DashScopeChatFormatter()),
+    writer = SummaryWriter(
+        installed.model_call(model),
         counter,
         max_input_tokens=window,
         budget_tokens=config.compaction.summary_tokens(window),
     )
-    await compactor.summarize(to_views(compacted, store.read_text), None)
+    await writer.summarize(installed.to_views(compacted, store.read_text), None)
     return "\n".join(call.text for call in model.calls)

@@ -1,11 +1,12 @@
-"""Offline test support: a real scripted ``ChatModelBase`` for tests, demos and benchmarks, for
-the installed AgentScope (1.x or 2.x; the same names on both)."""
+"""Offline test support: a real scripted ``ChatModelBase`` for tests, demos and benchmarks, of
+the installed AgentScope (the same names on 1.x and 2.x)."""
 
-from ..compat import agentscope_major
+from ..adapter import installed
 
-if agentscope_major() >= 2:
-    from ._scripted_model2 import ModelCall, Reply, ScriptedChatModel, reply, tool_call
-else:
-    from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
+ModelCall = installed.ModelCall
+Reply = installed.Reply
+ScriptedChatModel = installed.ScriptedChatModel
+reply = installed.reply
+tool_call = installed.tool_call
 
 __all__ = ["ModelCall", "Reply", "ScriptedChatModel", "reply", "tool_call"]

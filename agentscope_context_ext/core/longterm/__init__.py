@@ -1,4 +1,4 @@
-"""Long-term memory (SPEC 7), independent of the framework: ``Memory.md`` and daily notes, the
+"""Long-term memory (design §7), independent of the framework: ``Memory.md`` and daily notes, the
 memory tools, the Summarizer's journal, daily consolidation and its scheduler. The agents that
 write the notes are the adapters' (:data:`AgentRunner`)."""
 

@@ -1,4 +1,4 @@
-"""Daily consolidation (SPEC 7): the day's notes merged into ``Memory.md`` by an agent.
+"""Daily consolidation (design §7): the day's notes merged into ``Memory.md`` by an agent.
 
 ``consolidate()`` gives an agent the current ``Memory.md`` and the daily notes since the last
 consolidation, with two tools: ``memory_read`` and ``memory_write`` (a full rewrite, refused

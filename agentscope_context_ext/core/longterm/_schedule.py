@@ -1,4 +1,4 @@
-"""When daily consolidation runs: its bookkeeping and the in-process scheduler (SPEC 7).
+"""When daily consolidation runs: its bookkeeping and the in-process scheduler (design §7).
 
 ``memory/.consolidation.json`` records the last run and the last merged note day.
 :class:`ConsolidationScheduler` runs a consolidation every day at ``consolidation_time`` local

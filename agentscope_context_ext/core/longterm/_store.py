@@ -1,4 +1,4 @@
-"""``LongTermMemory``: the file layer of long-term memory (SPEC 7).
+"""``LongTermMemory``: the file layer of long-term memory (design §7).
 
 ``Memory.md`` holds durable facts in sections (``## Personal``, ``## Try-Error Notes``,
 ``## Facts``, others allowed), one ``- item`` per line; ``memory/YYYY-MM-DD.md`` holds the day's

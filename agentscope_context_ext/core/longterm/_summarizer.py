@@ -1,4 +1,4 @@
-"""The Summarizer (SPEC 7): on every compaction, an agent with the memory tools reads the
+"""The Summarizer (design §7): on every compaction, an agent with the memory tools reads the
 compacted messages and records what is worth keeping beyond this conversation. The agent is
 the adapter's (an :data:`AgentRunner`); the journal, the retries and the failure records are
 here.

@@ -1,4 +1,4 @@
-"""Memory tools (SPEC 6.3, 7): ``memory_read``, ``memory_append``, ``memory_edit``,
+"""Memory tools (design §6.3, 7): ``memory_read``, ``memory_append``, ``memory_edit``,
 ``daily_note``. None of them takes a path: they can only touch ``Memory.md`` and today's note
 of their workspace, and every bad input is answered with an ``Error: ...`` string.
 

@@ -1,17 +1,17 @@
-"""The pre-reasoning pipeline (SPEC 3.2-4.4), independent of the framework: the truncation
-stages, the token check, the pair-safe cut, the compactor and SaveDialog, over a
+"""The pre-reasoning pipeline (design §3.2-4.4), independent of the framework: the truncation
+stages, the token check, the pair-safe cut, the writer and SaveDialog, over a
 :class:`ContextPort` that an adapter implements."""
 
-from ._checker import ContextChecker, ContextCount, message_bound
 from ._compaction import SUMMARY_FILE, Compaction, cut_item
-from ._compactor import CallModel, CompactionResult, Compactor, final_response
 from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
 from ._faults import SaveFault, SaveFaults
 from ._offer import DIALOG_TOOL_NAMES, ToolOffer, tool_name
-from ._pipeline import ContextPipeline, PipelineParts, PromptCount, build_pipeline
+from ._pipeline import ContextPipeline, PipelineParts, PromptCounter, build_pipeline
 from ._port import ContextPort, SavedText
 from ._slots import ResultChange, ResultSlot, TextSlot, TruncationOutcome, outcome_data
 from ._stage_two import StageTwo
+from ._summary_writer import CallModel, SummaryResult, SummaryWriter, final_response
+from ._tally import PromptCount, TokenTally, message_bound
 from ._tool_results import ResultTruncator, StreamAllowance
 from ._window import WindowGuard
 
@@ -20,15 +20,12 @@ __all__ = [
     "SUMMARY_FILE",
     "CallModel",
     "Compaction",
-    "CompactionResult",
-    "Compactor",
-    "ContextChecker",
-    "ContextCount",
     "ContextPipeline",
     "ContextPort",
     "CutItem",
     "PipelineParts",
     "PromptCount",
+    "PromptCounter",
     "ResultChange",
     "ResultSlot",
     "ResultTruncator",
@@ -37,7 +34,10 @@ __all__ = [
     "SavedText",
     "StageTwo",
     "StreamAllowance",
+    "SummaryResult",
+    "SummaryWriter",
     "TextSlot",
+    "TokenTally",
     "ToolOffer",
     "TruncationOutcome",
     "WindowGuard",

@@ -1,4 +1,4 @@
-"""Compaction and SaveDialog (SPEC 4 steps 3-4, 4.1, 4.3, 4.4).
+"""Compaction and SaveDialog (design §4 steps 3-4, 4.1, 4.3, 4.4).
 
 Keep the newest messages that fit in ``keep_recent_ratio`` of the window at a pair-safe boundary,
 summarise the rest (with the previous summary) and move them to ``dialog/``. Order matters where
@@ -29,12 +29,12 @@ from ..messages import Message
 from ..summary import CompactSummary, merge_refs
 from ..tokens import TokenCounter
 from ..workspace import DialogStore, ToolResultStore
-from ._checker import ContextChecker, ContextCount
-from ._compactor import Compactor
 from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
 from ._port import ContextPort
 from ._stage_two import StageTwo
+from ._summary_writer import SummaryWriter
+from ._tally import PromptCount, TokenTally
 
 __all__ = ["SUMMARY_FILE", "Compaction", "cut_item"]
 
@@ -58,9 +58,9 @@ class Compaction:
     Args:
         config (`ContextConfig`): ``compaction`` settings.
         port (`ContextPort`): The memory.
-        checker (`ContextChecker`): Per-message token counts, for the cut.
+        tally (`TokenTally`): Per-message token counts, for the cut.
         count (`Callable`): ``await count(sys_prompt, tools)``: the pipeline's exact count.
-        compactor (`Compactor`): Writes the summary.
+        writer (`SummaryWriter`): Writes the summary.
         stage_two (`StageTwo`): Cuts the kept tail when it is still too big.
         dialog (`DialogStore`): Where the raw messages go.
         results (`ToolResultStore`): Saved outputs, read back whole for the summary.
@@ -75,9 +75,9 @@ class Compaction:
         self,
         config: ContextConfig,
         port: ContextPort,
-        checker: ContextChecker,
-        count: Callable[..., Awaitable[ContextCount]],
-        compactor: Compactor,
+        tally: TokenTally,
+        count: Callable[..., Awaitable[PromptCount]],
+        writer: SummaryWriter,
         stage_two: StageTwo,
         dialog: DialogStore,
         results: ToolResultStore,
@@ -90,9 +90,9 @@ class Compaction:
         self.config = config
         self.faults = faults if faults is not None else SaveFaults()
         self.port = port
-        self.checker = checker
+        self.tally = tally
         self.count = count
-        self.compactor = compactor
+        self.writer = writer
         self.stage_two = stage_two
         self.dialog = dialog
         self.results = results
@@ -113,10 +113,10 @@ class Compaction:
         self,
         sys_prompt: str,
         tools: list[dict] | None,
-        count: ContextCount,
+        count: PromptCount,
         extra_instruction: str | None = None,
         force: bool = False,
-    ) -> ContextCount:
+    ) -> PromptCount:
         """Compact (if any message can go) and return the new count.
 
         Args:
@@ -132,11 +132,11 @@ class Compaction:
         ):
             return count
         ids = self.port.message_ids()
-        tokens = await self.checker.message_tokens(self.port)
+        tokens = await self.tally.message_tokens(self.port)
         items = [cut_item(self.port.view(msg_id), tokens.get(msg_id, 0)) for msg_id in ids]
         # Keep the newest messages that fit in keep_recent_ratio of the window, and never so
         # much that system prompt + summary + tail would sit near the trigger again.
-        fixed = count.system + count.tools + max(count.head, self.compactor.budget_tokens)
+        fixed = count.system + count.tools + max(count.head, self.writer.budget_tokens)
         budget = min(
             int(self.config.compaction.keep_recent_ratio * window),
             int(self.trigger_tokens * AFTER_COMPACTION_SHARE) - fixed,
@@ -161,7 +161,7 @@ class Compaction:
         )
         if after is None:
             return count
-        # No thrashing (SPEC 4.3): still near the trigger -> cut the kept tail's results too.
+        # No thrashing (design §4.3): still near the trigger -> cut the kept tail's results too.
         if after.total > self.trigger_tokens * AFTER_COMPACTION_SHARE and await self.stage_two.run(
             force=True, include_recent=True
         ):
@@ -173,12 +173,12 @@ class Compaction:
         sys_prompt: str,
         tools: list[dict] | None,
         old: list[str],
-        count: ContextCount,
+        count: PromptCount,
         old_tokens: int,
         kept: int,
         extra_instruction: str | None,
         forced: bool,
-    ) -> ContextCount | None:
+    ) -> PromptCount | None:
         """One compaction of ``old``; the count after it (``None`` when nothing changed)."""
         started = time.perf_counter()
         await self.bus.emit(
@@ -200,7 +200,7 @@ class Compaction:
         )
         previous = self.port.summary
         native = self.port.native(old)
-        # SaveDialog (SPEC 4.4): raw messages to disk first, durably, before the model is called
+        # SaveDialog (design §4.4): raw messages to disk first, durably, before the model is called
         # (a write that fails must not cost a summary) ...
         try:
             refs = self.dialog.append(native)
@@ -224,8 +224,8 @@ class Compaction:
         # leaves the messages in memory: their copy in dialog/ is a duplicate, never a loss ...
         views: Sequence[Message] = [self.port.view(m, self.results.read_text) for m in old]
         try:
-            result = await self.compactor.summarize(views, previous, extra_instruction)
-        except Exception as exc:  # noqa: BLE001 - the compactor has its own fallback; keep all
+            result = await self.writer.summarize(views, previous, extra_instruction)
+        except Exception as exc:  # noqa: BLE001 - the writer has its own fallback; keep all
             # The messages stay in memory; their copy in dialog/ is written again (a duplicate,
             # never a loss) by the next compaction.
             self._failed_at = count.total
@@ -236,7 +236,7 @@ class Compaction:
                 tokens=count.total,
             )
             return None
-        # (the compactor carried the previous references over) ...
+        # (the writer carried the previous references over) ...
         summary = result.summary.model_copy(
             update={"dialog_refs": merge_refs([*result.summary.dialog_refs, *refs])}
         )

@@ -1,4 +1,4 @@
-"""The pair-safe cut point (SPEC 4.1, 12.4, 12.5, 12.14): a pure function, no AgentScope inside.
+"""The pair-safe cut point (design §4.1, 12.4, 12.5, 12.14): a pure function, no AgentScope inside.
 
 Compaction keeps a tail of the newest messages. The tail must start at a message boundary
 that separates no ``tool_use`` from its ``tool_result``: a provider rejects a prompt holding a

@@ -1,4 +1,4 @@
-"""Save failures the pipeline must not forget (SPEC 12: nothing leaves before it is on disk).
+"""Save failures the pipeline must not forget (design §12: nothing leaves before it is on disk).
 
 A tool result that cannot be saved stays whole in memory, and a compaction whose dialog write
 fails keeps every message: nothing is lost, but the context no longer shrinks. The pipeline

@@ -1,12 +1,12 @@
-"""The pre-reasoning pipeline (SPEC 4), for any framework behind a :class:`ContextPort`.
+"""The pre-reasoning pipeline (design §4), for any framework behind a :class:`ContextPort`.
 
 Before each model call, in the design's order:
 
 0. stage one for results whose post-tool hook did not run (parallel tool calls), and the TTL
    cleanup of ``tool_result/`` at most hourly;
 1. **ToolCallResultCompact**: stage two (:class:`StageTwo`);
-2. **ContextChecker**: the prompt's tokens (:class:`ContextChecker`);
-3. **Compactor** and 4. **SaveDialog** above the trigger (:class:`Compaction`);
+2. **TokenTally**: the prompt's tokens (:class:`TokenTally`);
+3. **SummaryWriter** and 4. **SaveDialog** above the trigger (:class:`Compaction`);
 5. never over the window (:class:`WindowGuard`): every result to stage two, then results down to
    their notices, then large user texts offloaded, and a refusal
    (:class:`ContextOverflowError`) when what is left still does not fit.
@@ -31,23 +31,23 @@ from ..events import EventBus
 from ..provider_errors import LengthRejection
 from ..tokens import TokenCounter
 from ..workspace import DialogStore, ToolResultStore, saved_paths
-from ._checker import ContextChecker, ContextCount
 from ._compaction import Compaction
-from ._compactor import CallModel, Compactor
 from ._faults import SaveFaults
 from ._offer import ToolOffer, tool_name
 from ._port import ContextPort
 from ._slots import ResultChange, ResultSlot, outcome_data
 from ._stage_two import StageTwo
+from ._summary_writer import CallModel, SummaryWriter
+from ._tally import PromptCount, TokenTally
 from ._tool_results import ResultTruncator, StreamAllowance
 from ._window import WindowGuard
 
-__all__ = ["ContextPipeline", "PipelineParts", "PromptCount", "build_pipeline"]
+__all__ = ["ContextPipeline", "PipelineParts", "PromptCounter", "build_pipeline"]
 
 Notify = Callable[[str], Awaitable[None]]
 
 
-class PromptCount:
+class PromptCounter:
     """The prompt's token count as the pipeline uses it: of the tools the model is shown
     (:class:`ToolOffer`), shifted by what the provider taught us, and recorded in the stats
     when exact.
@@ -59,7 +59,7 @@ class PromptCount:
 
     Args:
         config (`ContextConfig`): ``calibrate_with_usage``.
-        checker (`ContextChecker`): The incremental count.
+        tally (`TokenTally`): The incremental count.
         port (`ContextPort`): The memory.
         bus (`EventBus`): Whose stats record the counts.
         offer (`ToolOffer`): The tool schemas the model is shown.
@@ -68,13 +68,13 @@ class PromptCount:
     def __init__(
         self,
         config: ContextConfig,
-        checker: ContextChecker,
+        tally: TokenTally,
         port: ContextPort,
         bus: EventBus,
         offer: ToolOffer,
     ) -> None:
         self.config = config
-        self.checker = checker
+        self.tally = tally
         self.port = port
         self.bus = bus
         self.offer = offer
@@ -89,10 +89,10 @@ class PromptCount:
 
     async def __call__(
         self, sys_prompt: str, tools: list[dict] | None, exact_above: int | None = None
-    ) -> ContextCount:
+    ) -> PromptCount:
         """Count the prompt now. With ``exact_above``, new messages are only bounded while the
-        total cannot pass it (see :class:`ContextChecker`); the stats record exact counts only."""
-        count = await self.checker.count(self.port, sys_prompt, self.offer(tools), exact_above)
+        total cannot pass it (see :class:`TokenTally`); the stats record exact counts only."""
+        count = await self.tally.count(self.port, sys_prompt, self.offer(tools), exact_above)
         if self.calibration:
             count = dataclasses.replace(count, calibration=self.calibration)
         if not count.estimated:
@@ -102,7 +102,7 @@ class PromptCount:
         return count
 
     def record_usage(self, provider_input_tokens: int, ours: int) -> None:
-        """Compare the provider's count of a like prompt with ours (SPEC 5.1); ``ours`` is our
+        """Compare the provider's count of a like prompt with ours (design §5.1); ``ours`` is our
         count of the same prompt without any shift."""
         if ours <= 0 or provider_input_tokens <= 0:
             return
@@ -135,8 +135,8 @@ class PipelineParts:
     config: ContextConfig
     port: ContextPort
     counter: TokenCounter
-    checker: ContextChecker
-    count: PromptCount
+    tally: TokenTally
+    count: PromptCounter
     truncator: ResultTruncator
     stage_two: StageTwo
     compaction: Compaction
@@ -170,7 +170,7 @@ class ContextPipeline:
         """Compaction starts above this many prompt tokens."""
         return self.parts.compaction.trigger_tokens
 
-    async def before_reasoning(self, sys_prompt: str, tools: list[dict] | None) -> ContextCount:
+    async def before_reasoning(self, sys_prompt: str, tools: list[dict] | None) -> PromptCount:
         """The whole pipeline, as run before a model call."""
         await self.run_stage_one()
         await self.cleanup(due_only=True)
@@ -187,9 +187,9 @@ class ContextPipeline:
         return await self._within_window(sys_prompt, tools, count)
 
     async def _within_window(
-        self, sys_prompt: str, tools: list[dict] | None, count: ContextCount
-    ) -> ContextCount:
-        """The last steps before a call: fit the window, or refuse (SPEC 4.3)."""
+        self, sys_prompt: str, tools: list[dict] | None, count: PromptCount
+    ) -> PromptCount:
+        """The last steps before a call: fit the window, or refuse (design §4.3)."""
         guard = self.parts.guard
         count = await guard.fit(sys_prompt, tools, count)
         await self._report_faults()
@@ -201,7 +201,7 @@ class ContextPipeline:
 
     async def recover_overflow(
         self, sys_prompt: str, tools: list[dict] | None, rejection: LengthRejection
-    ) -> ContextCount:
+    ) -> PromptCount:
         """The provider rejected the last call for its length: learn the gap (the next
         compaction comes earlier), then compact as far as a pair-safe cut allows and fit the
         window, for one retry. Raises :class:`ContextOverflowError` when even that cannot fit.
@@ -331,7 +331,7 @@ class ContextPipeline:
         tools: list[dict] | None,
         extra_instruction: str | None = None,
         force: bool = False,
-    ) -> ContextCount:
+    ) -> PromptCount:
         """Compact now (as far as a pair-safe cut allows) and return the new count."""
         await self.run_stage_one()
         count = await self.count(sys_prompt, tools)
@@ -341,7 +341,7 @@ class ContextPipeline:
         return await self._within_window(sys_prompt, tools, count)
 
     def record_usage(self, provider_input_tokens: int, ours: int) -> None:
-        """Compare the provider's count of a like prompt with ours (SPEC 5.1)."""
+        """Compare the provider's count of a like prompt with ours (design §5.1)."""
         self.count.record_usage(provider_input_tokens, ours)
 
     def referenced_results(self) -> set[str]:
@@ -413,11 +413,11 @@ def build_pipeline(
         read_file_name=read_file_name,
         faults=faults,
     )
-    checker = ContextChecker(counter)
+    tally = TokenTally(counter)
     offer = ToolOffer(bus.stats, port, dialog_store)
-    count = PromptCount(config, checker, port, bus, offer)
+    count = PromptCounter(config, tally, port, bus, offer)
     stage_two = StageTwo(config.truncation, truncator, port, bus)
-    compactor = Compactor(
+    writer = SummaryWriter(
         call_model,
         counter,
         max_input_tokens=compaction_window or max_input_tokens,
@@ -427,9 +427,9 @@ def build_pipeline(
     compaction = Compaction(
         config,
         port,
-        checker,
+        tally,
         count,
-        compactor,
+        writer,
         stage_two,
         dialog_store,
         tool_result_store,
@@ -444,7 +444,7 @@ def build_pipeline(
         config,
         port,
         counter,
-        checker,
+        tally,
         count,
         truncator,
         stage_two,

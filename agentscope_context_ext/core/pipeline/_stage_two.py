@@ -1,4 +1,4 @@
-"""Stage two over the whole memory (SPEC 3.3): old tool results cut down, eagerly or in batches.
+"""Stage two over the whole memory (design §3.3): old tool results cut down, eagerly or in batches.
 
 ``eager`` re-truncates every result outside the last ``recent_n`` tool-result messages as soon
 as it is old. ``batched`` (the default, benchmark B4) waits until the tokens it would free reach

@@ -1,4 +1,4 @@
-"""The two truncation stages as decisions on one tool result (SPEC 3.2-3.4).
+"""The two truncation stages as decisions on one tool result (design §3.2-3.4).
 
 Stage one runs the moment a result arrives: text over the limit is saved whole to
 ``tool_result/`` FIRST, then replaced by excerpt + notice. Stage two runs on results older
@@ -32,11 +32,11 @@ from ..truncation import (
     count_lines,
     encoded_size,
     notice_only,
+    retruncate,
     sendable_text,
     split_notice,
     truncate_fresh,
 )
-from ..truncation import truncate_text_output as retruncate
 from ..workspace import ToolResultStore
 from ._faults import SaveFaults
 from ._slots import ResultChange, ResultSlot, TextSlot, TruncationOutcome

@@ -1,4 +1,4 @@
-"""Never over the window: what runs when compaction could not bring the prompt down (SPEC 4.3).
+"""Never over the window: what runs when compaction could not bring the prompt down (design §4.3).
 
 Compaction keeps the newest message whatever its size, and on AgentScope 2.x the newest
 message holds every result of a reasoning step: forty parallel calls, each cut to a quarter of
@@ -28,17 +28,17 @@ from collections.abc import Awaitable, Callable
 from ..config import ContextConfig
 from ..errors import ContextOverflowError
 from ..events import EventBus
-from ._checker import ContextCount
 from ._compaction import cut_item
 from ._cut import valid_boundaries
 from ._port import ContextPort
 from ._slots import ResultChange, outcome_data
 from ._stage_two import StageTwo
+from ._tally import PromptCount
 from ._tool_results import ResultTruncator
 
 __all__ = ["WindowGuard"]
 
-Count = Callable[..., Awaitable[ContextCount]]
+Count = Callable[..., Awaitable[PromptCount]]
 
 
 class WindowGuard:
@@ -79,8 +79,8 @@ class WindowGuard:
         return int(self.config.compaction.trigger_ratio * self.max_input_tokens)
 
     async def fit(
-        self, sys_prompt: str, tools: list[dict] | None, count: ContextCount
-    ) -> ContextCount:
+        self, sys_prompt: str, tools: list[dict] | None, count: PromptCount
+    ) -> PromptCount:
         """Steps 1-3 above, each only while the prompt is still too big; the new count."""
         trigger, window = self.trigger_tokens, self.max_input_tokens
         if count.total <= trigger or not self.config.truncation.enabled:
@@ -93,7 +93,7 @@ class WindowGuard:
             count = await self._offload_user_texts(sys_prompt, tools, count, window)
         return count
 
-    async def check(self, sys_prompt: str, tools: list[dict] | None, count: ContextCount) -> None:
+    async def check(self, sys_prompt: str, tools: list[dict] | None, count: PromptCount) -> None:
         """Refuse a prompt over the window (:class:`ContextOverflowError` and an ``error``
         event, before any model call); report one over the trigger once per state."""
         if count.total <= self.trigger_tokens:
@@ -118,7 +118,7 @@ class WindowGuard:
                 compactable=max((i for i in range(len(ids)) if valid[i]), default=0),
             )
 
-    async def _refuse(self, count: ContextCount) -> None:
+    async def _refuse(self, count: PromptCount) -> None:
         window = self.max_input_tokens
         parts = {
             "system": count.system,
@@ -159,8 +159,8 @@ class WindowGuard:
         raise ContextOverflowError(message, count.total, window, parts)
 
     async def _results_to_notices(
-        self, sys_prompt: str, tools: list[dict] | None, count: ContextCount, target: int
-    ) -> ContextCount:
+        self, sys_prompt: str, tools: list[dict] | None, count: PromptCount, target: int
+    ) -> PromptCount:
         """Results down to their notice alone, oldest message first and the largest result of
         a message first, until the count is at most ``target``."""
         port, truncator = self.port, self.truncator
@@ -193,8 +193,8 @@ class WindowGuard:
         return count
 
     async def _offload_user_texts(
-        self, sys_prompt: str, tools: list[dict] | None, count: ContextCount, target: int
-    ) -> ContextCount:
+        self, sys_prompt: str, tools: list[dict] | None, count: PromptCount, target: int
+    ) -> PromptCount:
         """Each user text over the window share saved and cut to a head excerpt, oldest
         message first, until the count is at most ``target``."""
         port, truncator = self.port, self.truncator

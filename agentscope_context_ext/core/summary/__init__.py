@@ -1,4 +1,4 @@
-"""The summary that replaces compacted messages (SPEC 4.2): its model, the extractive summary,
+"""The summary that replaces compacted messages (design §4.2): its model, the extractive summary,
 the compaction model's prompt and input, and parsing its answer. Pure: no AgentScope, no I/O."""
 
 from ._calls import changed_lines, classify, definitions, error_line

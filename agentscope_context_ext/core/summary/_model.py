@@ -1,4 +1,4 @@
-"""``CompactSummary``: the structured memo that replaces compacted messages (SPEC 2.1, 4.2).
+"""``CompactSummary``: the structured memo that replaces compacted messages (design §2.1, 4.2).
 
 It is rendered as ONE user-role message at the head of the context: the five dimensions of the
 design plus critical context, followed by the dialog path guide, the real relative paths and

@@ -1,4 +1,4 @@
-"""What the compaction model is asked and given (SPEC 4.2).
+"""What the compaction model is asked and given (design §4.2).
 
 The instruction asks for what a handover needs and what benchmark B7 measures: the user's
 requests in their own words, each file changed and how, each command and error with its exact
@@ -7,7 +7,7 @@ text and outcome, decisions, the next step, and every identifier verbatim.
 The input renders the messages compactly, but never loses an identifier to a cut: a long text
 or output is clipped in the middle (its head and tail shown) and the identifiers of the elided
 part are listed after it, most salient first; an edit is shown as its changed lines; an
-offloaded output keeps its ``tool_result/`` path (SPEC 12.7); a framework's reminder is labelled
+offloaded output keeps its ``tool_result/`` path (design §12.7); a framework's reminder is labelled
 ``[system reminder]``, so it is never taken for the user's or the agent's words.
 """
 

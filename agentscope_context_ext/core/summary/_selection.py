@@ -133,7 +133,7 @@ def select(
 def add_saved_outputs(
     chosen: list[Entry], saved: Sequence[str], budget: int, count: Callable[[str], int]
 ) -> None:
-    """One line naming every offloaded output the chosen lines do not name yet (SPEC 12.7)."""
+    """One line naming every offloaded output the chosen lines do not name yet (design §12.7)."""
     written = "\n".join(entry.render() for entry in chosen)
     used = sum(count(entry.render()) + 2 for entry in chosen)
     missing = []
@@ -245,7 +245,7 @@ def fit_summary(
     """A model-written summary made to fit ``budget_tokens`` and completed from ``msgs``.
 
     Items are kept by section (goal first, then next steps, constraints, decisions, progress
-    with its newest items first); every offloaded-output path of ``msgs`` is present (SPEC 12.7:
+    with its newest items first); every offloaded-output path of ``msgs`` is present (design §12.7:
     it is what makes an output recoverable); what is left of the budget holds the salient
     identifiers of ``msgs`` the model did not write.
     """

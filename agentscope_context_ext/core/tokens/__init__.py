@@ -1,4 +1,4 @@
-"""Offline token counting (SPEC 5).
+"""Offline token counting (design §5).
 
 Example:
     .. code-block:: python

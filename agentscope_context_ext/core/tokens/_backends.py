@@ -1,4 +1,4 @@
-"""Tokenizer backends, all offline (SPEC 5.1).
+"""Tokenizer backends, all offline (design §5.1).
 
 - ``qwen``: the Qwen BPE vocabulary bundled inside the ``dashscope`` package; exact for Qwen
   models and a good proxy for other modern BPE vocabularies.

@@ -7,7 +7,7 @@ message boundary, so the count of a prompt is exactly the sum of its messages' c
 what makes incremental accounting exact: a message is tokenized once, cached by id and content
 fingerprint, and a step with no new message re-tokenizes nothing.
 
-Media blocks cost ``media_token_cost`` tokens each, never their base64 length (SPEC 12.6).
+Media blocks cost ``media_token_cost`` tokens each, never their base64 length (design §12.6).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Known input windows of common models (SPEC 5.2), used when ``max_input_tokens`` is unset."""
+"""Known input windows of common models (design §5.2), used when ``max_input_tokens`` is unset."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Tools given to the agent (SPEC 6), as plain async functions returning text: ``read_file``
-and the dialog tools (the memory tools are in ``core.longterm``). Adapters wrap them."""
+"""Tools given to the agent (design §6), as plain async functions returning text: ``read_file``,
+the dialog tools and the explorer's ``list_dir``/``grep`` (the memory tools are in
+``core.longterm``). Adapters wrap them."""
 
 from ._dialog import DialogTool, make_dialog_tools
+from ._explorer import make_explorer_functions
 from ._read_file import make_read_file
 from ._reader import FileReader, ReadFileError, resolve_allowed_roots
 
@@ -10,6 +12,7 @@ __all__ = [
     "FileReader",
     "ReadFileError",
     "make_dialog_tools",
+    "make_explorer_functions",
     "make_read_file",
     "resolve_allowed_roots",
 ]

@@ -1,5 +1,5 @@
 """``read_dialog`` and ``search_dialog``: the agent's way back into compacted conversation
-(SPEC 6.2). The summary's dialog path guide names the files and line ranges; these tools read
+(design §6.2). The summary's dialog path guide names the files and line ranges; these tools read
 them, newest first by default, and render messages compactly. Plain async functions returning
 text; each adapter wraps them into its framework's tool type."""
 

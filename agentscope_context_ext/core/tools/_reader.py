@@ -1,4 +1,4 @@
-"""``read_file``: the tool that makes every truncation reversible (SPEC 3.4, 6.1).
+"""``read_file``: the tool that makes every truncation reversible (design §3.4, 6.1).
 
 A truncation notice says ``call read_file with file_path=X start_line=N [start_byte=K]``; this
 tool continues exactly there. Its own output is truncated at stage one too, but the notice

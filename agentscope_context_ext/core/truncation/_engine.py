@@ -1,4 +1,4 @@
-"""Cutting text to a byte budget without losing anything (SPEC 3.1).
+"""Cutting text to a byte budget without losing anything (design §3.1).
 
 Pure functions, no I/O: the caller saves the full text first and passes its path. The
 guarantee, checked by a property test: for any text and limit, the excerpt followed by what
@@ -57,7 +57,7 @@ def truncate_text_output(
         `str`: ``text`` itself when it fits, otherwise excerpt + notice.
     """
     if split_notice(text) is not None:
-        return _retruncate(text, max_bytes=max_bytes, encoding=encoding)
+        return retruncate(text, max_bytes=max_bytes, encoding=encoding)
     return truncate_fresh(
         text,
         max_bytes=max_bytes,
@@ -132,8 +132,10 @@ def _truncate_fresh(
     return _cut(head, max_bytes, encoding, where)
 
 
-def _retruncate(text: str, max_bytes: int, encoding: str = "utf-8") -> str:
-    """Stage two: re-cut the excerpt of an already truncated text to a smaller budget."""
+def retruncate(text: str, max_bytes: int, encoding: str = "utf-8") -> str:
+    """Stage two: re-cut the excerpt of a text this package truncated to a smaller budget (no
+    change within :data:`RETRUNCATE_SLACK_BYTES`); any other text is truncated fresh, with no
+    file to point at."""
     parts = split_notice(text)
     if parts is None:  # not ours after all: a fresh cut is the safe answer
         return _truncate_fresh(text, 1, 0, max_bytes, None, encoding)

@@ -1,4 +1,4 @@
-"""The truncation notice: how it is written and how it is read back (SPEC 3.1).
+"""The truncation notice: how it is written and how it is read back (design §3.1).
 
 The notice is the only state a truncated tool result carries. It must be machine-parsable,
 because stage two re-cuts the excerpt and rewrites the continuation line without touching the

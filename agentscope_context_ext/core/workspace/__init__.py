@@ -1,4 +1,4 @@
-"""The storage layer of the context (SPEC 2.2): dialog logs, saved tool results, locks, on a
+"""The storage layer of the context (design §2.2): dialog logs, saved tool results, locks, on a
 local folder or a Redis server behind one :class:`Storage` interface."""
 
 from ._dialog_records import DialogRecord, DialogRef, DictCodec, RecordCodec, dialog_date

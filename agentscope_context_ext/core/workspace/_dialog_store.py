@@ -1,4 +1,4 @@
-"""``dialog/YYYY-MM-DD.jsonl``: raw messages that compaction removed from memory (SPEC 2.2, 4.4).
+"""``dialog/YYYY-MM-DD.jsonl``: raw messages that compaction removed from memory (design §2.2, 4.4).
 
 One message per line, as JSON: the record the adapter's codec makes of it (``Msg.to_dict()`` on
 AgentScope 1.x), so this store imports nothing of AgentScope. Appends are flushed and fsync'ed before :meth:`append`

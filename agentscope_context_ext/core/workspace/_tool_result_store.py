@@ -1,4 +1,4 @@
-"""``tool_result/<32 hex>.txt``: the full text of every truncated tool result (SPEC 2.2, 3.2).
+"""``tool_result/<32 hex>.txt``: the full text of every truncated tool result (design §2.2, 3.2).
 
 The store writes each file atomically before the truncated excerpt replaces the original in
 memory, so a notice never points at a file that does not exist. Files live ``ttl_days``; the

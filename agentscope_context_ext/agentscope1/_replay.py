@@ -1,4 +1,4 @@
-"""Step-by-step replay of a transcript through the real hooks of AgentScope 1.x (SPEC 10).
+"""Step-by-step replay of a transcript through the real hooks of AgentScope 1.x (design §10).
 
 A ``ReActAgent`` with context management enabled receives the transcript's messages in order.
 Before each assistant message (a model call in the original session) the ``pre_reasoning`` hook
@@ -21,17 +21,35 @@ from agentscope.formatter import DashScopeChatFormatter
 from agentscope.message import Msg
 from agentscope.tool import Toolkit
 
-from ..agentscope1 import enable_context_management, has_tool_results
 from ..core.config import ContextConfig
 from ..core.errors import ContextOverflowError
-from ..testing import ScriptedChatModel
-from ._checks import prompt_pair_violations
-from ._importers import Transcript
-from ._records import Record
+from ..core.transcripts import (
+    Record,
+    ReplayResult,
+    StepRecord,
+    Transcript,
+    prompt_pair_violations,
+    replay_config,
+)
+from ._manager import enable_context_management
+from ._messages import has_tool_results
 from ._recovery import recovery_problems
-from ._result import ReplayResult, StepRecord, replay_config
+from ._scripted_model import ScriptedChatModel
 
-__all__ = ["replay_transcript"]
+__all__ = ["record_to_msg", "records_to_msgs", "replay_transcript"]
+
+
+def record_to_msg(record: Record) -> Msg:
+    """A transcript's record as a 1.x ``Msg`` (same id when the record has one)."""
+    msg = Msg(record.name or record.role, record.content, record.role, timestamp=record.timestamp)
+    if record.id:
+        msg.id = record.id
+    return msg
+
+
+def records_to_msgs(records: list[Record]) -> list[Msg]:
+    """A transcript's records as the messages a 1.x memory holds (one each)."""
+    return [record_to_msg(record) for record in records]
 
 
 async def replay_transcript(
@@ -68,7 +86,7 @@ async def replay_transcript(
     result = ReplayResult(
         transcript.name, manager.max_input_tokens, manager.pipeline.trigger_tokens
     )
-    originals = [m.to_msg() if isinstance(m, Record) else m for m in transcript.messages]
+    originals = [record_to_msg(m) if isinstance(m, Record) else m for m in transcript.messages]
     result.original_tokens = counter.count_msgs(originals)
     previous: list[str] | None = None
     answered: set[str] = set()

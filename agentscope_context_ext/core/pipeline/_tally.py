@@ -1,4 +1,4 @@
-"""``ContextChecker``: how many tokens the model would receive (SPEC 4 step 2, 5.1).
+"""``TokenTally``: how many tokens the model would receive (design §4 step 2, 5.1).
 
 System prompt + summary message + messages + tool schemas, counted incrementally: each message
 is counted once (by the adapter, through the agent's own formatter, so the count is that of what
@@ -23,11 +23,11 @@ from ..tokens import TokenCounter
 from ..truncation import encoded_size
 from ._port import ContextPort
 
-__all__ = ["ContextChecker", "ContextCount", "message_bound"]
+__all__ = ["PromptCount", "TokenTally", "message_bound"]
 
 
 @dataclass(frozen=True)
-class ContextCount:
+class PromptCount:
     """Tokens of each part of the prompt."""
 
     system: int
@@ -49,7 +49,7 @@ class ContextCount:
         return self.system + self.head + self.messages + self.tools + self.calibration
 
 
-class ContextChecker:
+class TokenTally:
     """Keeps a running token count of a managed memory.
 
     Args:
@@ -80,7 +80,7 @@ class ContextChecker:
         sys_prompt: str,
         tools: list[dict] | None = None,
         exact_above: int | None = None,
-    ) -> ContextCount:
+    ) -> PromptCount:
         """Count the prompt the agent would send now.
 
         Args:
@@ -98,9 +98,9 @@ class ContextChecker:
                 bool(self._bounds) or self._exact_system(sys_prompt) is None or not tools_exact
             )
             if approximate and system + head + tools_bound + self._messages_total <= exact_above:
-                return ContextCount(system, head, self._messages_total, tools_bound, estimated=True)
+                return PromptCount(system, head, self._messages_total, tools_bound, estimated=True)
         await self._resolve(port)
-        return ContextCount(
+        return PromptCount(
             system=await self._system_tokens(port, sys_prompt),
             head=head,
             messages=self._messages_total,

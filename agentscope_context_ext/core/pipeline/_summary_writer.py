@@ -1,5 +1,5 @@
-"""``Compactor``: turns the oldest messages (and the previous summary) into a new summary
-(SPEC 4 step 3, 4.2).
+"""``SummaryWriter``: turns the oldest messages (and the previous summary) into a new summary
+(design §4 step 3, 4.2).
 
 LLM path first: the compaction model (by default the agent's own model; the adapter supplies
 the call as ``call_model(instruction, content) -> answer text``) answers with six Markdown
@@ -37,7 +37,7 @@ from ..summary import (
 from ..tokens import TokenCounter
 from ..workspace import DialogRef
 
-__all__ = ["CallModel", "CompactionResult", "Compactor", "final_response"]
+__all__ = ["CallModel", "SummaryResult", "SummaryWriter", "final_response"]
 
 CallModel = Callable[[str, str], Awaitable[str]]
 """``(system instruction, user content) -> the model's answer text``."""
@@ -58,7 +58,7 @@ logger = logging.getLogger("agentscope_context_ext")
 
 
 @dataclass
-class CompactionResult:
+class SummaryResult:
     """The summary and how it was obtained."""
 
     summary: CompactSummary
@@ -69,7 +69,7 @@ class CompactionResult:
     """Why model attempts failed (for the event log, never for the summary)."""
 
 
-class Compactor:
+class SummaryWriter:
     """Summarises messages with a model, falling back to extraction.
 
     Args:
@@ -108,10 +108,10 @@ class Compactor:
         msgs: Sequence[Message],
         previous: CompactSummary | None,
         extra_instruction: str | None = None,
-    ) -> CompactionResult:
+    ) -> SummaryResult:
         """Summarise ``msgs`` merged with ``previous``."""
         language = summary_language(msgs, self.language)
-        result = CompactionResult(summary=CompactSummary())
+        result = SummaryResult(summary=CompactSummary())
         summary = None
         if self.call_model is None:
             result.failures.append("no compaction model")
@@ -139,7 +139,7 @@ class Compactor:
         previous: CompactSummary | None,
         language: str,
         extra_instruction: str | None,
-        result: CompactionResult,
+        result: SummaryResult,
     ) -> CompactSummary | None:
         """The model's summary, chunk by chunk, fitted to the budget; ``None`` if it failed."""
         summary = previous
@@ -162,7 +162,7 @@ class Compactor:
         previous: CompactSummary | None,
         language: str,
         extra_instruction: str | None,
-        result: CompactionResult,
+        result: SummaryResult,
     ) -> CompactSummary | None:
         for strict in (False, True):
             instruction, content = compaction_prompt(

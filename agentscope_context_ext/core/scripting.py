@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..core.tokens import TokenCounter, get_token_counter
+from .tokens import TokenCounter, get_token_counter
 
 __all__ = ["Scripted", "prompt_text"]
 

@@ -1,4 +1,4 @@
-"""The incremental token check (SPEC 4 step 2, 5.1) on a real agent: the running count equals
+"""The incremental token check (design §4 step 2, 5.1) on a real agent: the running count equals
 formatting and counting the whole prompt."""
 
 from __future__ import annotations

@@ -2,15 +2,14 @@
 
 Every importer reads into :class:`Record`\\ s: a role, the content as AgentScope 1.x's dict
 blocks (``text``, ``thinking``, ``tool_use``, ``tool_result``, ``image``), and the id and
-timestamp when the format has them. Each replayer makes its own version's messages from them
-(``Record.to_msg`` for 1.x), so loading a transcript needs no AgentScope at all.
+timestamp when the format has them. Each adapter makes its own version's messages from them
+(``records_to_msgs``), so loading a transcript needs no AgentScope at all.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["Record", "record_from_dict"]
 
@@ -34,15 +33,6 @@ class Record:
         if isinstance(self.content, str):
             return [{"type": "text", "text": self.content}] if self.content else []
         return self.content
-
-    def to_msg(self) -> Any:
-        """An AgentScope 1.x ``Msg`` (same id when the record has one)."""
-        from agentscope.message import Msg
-
-        msg = Msg(self.name or self.role, self.content, self.role, timestamp=self.timestamp)
-        if self.id:
-            msg.id = self.id
-        return msg
 
 
 def record_from_dict(data: dict) -> Record:

@@ -1,4 +1,4 @@
-"""Step-by-step replay of a transcript through a real AgentScope 2.x ``Agent`` (SPEC 10).
+"""Step-by-step replay of a transcript through a real AgentScope 2.x ``Agent`` (design §10).
 
 2.x has no memory to fill message by message: an agent builds its context itself, one reply at
 a time. So the replay *plays* the transcript: each user message starts a reply; the scripted
@@ -27,26 +27,25 @@ from typing import Any
 
 from agentscope.agent import Agent, InjectionConfig, ReActConfig
 from agentscope.message import (
-    Msg,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
     UserMsg,
 )
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 
-from ..agentscope2 import ContextMiddleware, output_text
 from ..core.config import ContextConfig
 from ..core.errors import ContextOverflowError
-from ..core.truncation import split_notice
-from ..core.workspace import Storage
-from ..testing import ScriptedChatModel
-from ._checks import prompt_pair_violations
-from ._importers import Transcript
-from ._records import Record
-from ._result import ReplayResult, StepRecord, replay_config
+from ..core.transcripts import (
+    Record,
+    ReplayResult,
+    StepRecord,
+    Transcript,
+    prompt_pair_violations,
+    replay_config,
+)
+from ._manager import ContextMiddleware
+from ._records import output_of, record_blocks
+from ._recovery import recovery_problems
+from ._scripted_model import ScriptedChatModel
 
 __all__ = ["replay_transcript"]
 
@@ -106,42 +105,12 @@ def _play(records: list[Record]) -> _Play:
                 if played is None:
                     play.unpaired.append(str(block.get("id")))
                     continue
-                play.results[played] = _output(block.get("output"))
+                play.results[played] = output_of(block.get("output"))
         if said:
             play.turns[-1][1].append(said)
     for played, name in pending:
         play.outputs.setdefault(name, []).append(play.results.get(played, ""))
     return play
-
-
-def _output(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "\n".join(
-            str(b.get("text", "")) if b.get("type") == "text" else "[image]"
-            for b in output
-            if isinstance(b, dict)
-        )
-    return "" if output is None else str(output)
-
-
-def _blocks(recorded: list[dict]) -> list[Any]:
-    made: list[Any] = []
-    for block in recorded:
-        kind = block.get("type")
-        if kind == "text" and block.get("text"):
-            made.append(TextBlock(text=str(block["text"])))
-        elif kind == "thinking" and block.get("thinking"):
-            made.append(ThinkingBlock(thinking=str(block["thinking"])))
-        elif kind == "tool_use":
-            arguments = block.get("input")
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments or {}, ensure_ascii=False)
-            made.append(
-                ToolCallBlock(id=str(block["id"]), name=str(block["name"]), input=arguments)
-            )
-    return made
 
 
 def _tool(name: str, outputs: list[str]) -> FunctionTool:
@@ -209,7 +178,7 @@ async def replay_transcript(
             on_step(record)
         queue = replies[turn[0]]
         while queue:
-            blocks = _blocks(queue.pop(0))
+            blocks = record_blocks(queue.pop(0))
             if blocks:
                 return blocks
         return "Done."
@@ -276,66 +245,3 @@ async def replay_transcript(
     manager.detach()
     result.seconds_total = time.perf_counter() - started
     return result
-
-
-def recovery_problems(
-    play: _Play,
-    context: list[Msg],
-    dialog: Any,
-    storage: Storage,
-    unplayed: set[str] = frozenset(),
-) -> list[str]:
-    """Every way a recorded text, call or output is NOT recoverable byte for byte from the
-    context and ``dialog/`` (texts by content, an offloaded user text and a cut output from
-    the saved file its notice names, calls and outputs by id). Empty: all are. ``unplayed``:
-    the texts and call ids of replies refused before they were played (never in the
-    context)."""
-    texts: set[str] = set()
-    calls: dict[str, str] = {}
-    results: dict[str, str] = {}
-    messages = [*(r.msg for r in dialog.iter_records()), *context]
-    for msg in messages:
-        if isinstance(msg.content, str):
-            texts.add(msg.content)
-            continue
-        for block in msg.content:
-            if isinstance(block, TextBlock):
-                texts.add(block.text)
-                parts = split_notice(block.text)
-                saved = storage.read(parts[1].file_path) if parts is not None else None
-                if saved is not None:  # a user's text offloaded whole
-                    texts.add(saved.decode("utf-8", errors="replace"))
-            elif isinstance(block, ThinkingBlock):
-                texts.add(block.thinking)
-            elif isinstance(block, ToolCallBlock):
-                calls.setdefault(block.id, block.input)
-            elif isinstance(block, ToolResultBlock):
-                results.setdefault(block.id, output_text(block.output))
-    problems = [f"tool result {i}: its call is not in the transcript" for i in play.unpaired]
-    problems += [
-        f"a text is missing: {t[:60]!r}"
-        for t in play.texts
-        if t and t not in texts and t not in unplayed
-    ]
-    for call_id, arguments in play.calls.items():
-        if call_id in unplayed:
-            continue
-        kept = calls.get(call_id)
-        if kept is None:
-            problems.append(f"tool call {call_id}: missing")
-        elif json.loads(kept or "{}") != (arguments if isinstance(arguments, dict) else {}):
-            problems.append(f"tool call {call_id}: its arguments differ")
-    for call_id, original in play.results.items():
-        if call_id in unplayed:
-            continue
-        kept = results.get(call_id)
-        if kept is None:
-            problems.append(f"tool result {call_id}: missing")
-        elif kept != original:
-            parts = split_notice(kept)
-            data = storage.read(parts[1].file_path) if parts is not None else None
-            if parts is None:
-                problems.append(f"tool result {call_id}: changed without a notice")
-            elif data is None or data.decode("utf-8") != original:
-                problems.append(f"tool result {call_id}: the saved file differs or is missing")
-    return problems

@@ -1,5 +1,6 @@
-"""The demo's file tools, confined to the explored root: ``list_dir`` and ``grep``
-(``read_file`` is the package's own)."""
+"""File tools confined to a root, for the demo and agent files: ``list_dir`` and ``grep`` as
+plain async functions returning text (``read_file`` is the package's own); each adapter wraps
+them as its AgentScope's tools."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from ..core.workspace import is_within
+from ..workspace import is_within
 
 _TEXT_SUFFIXES = {
     ".py",
@@ -24,22 +25,6 @@ _TEXT_SUFFIXES = {
     ".rst",
     ".pyi",
 }
-
-
-def _response(text: str) -> str:
-    return text
-
-
-def make_explorer_tools(root: Path) -> tuple[Any, ...]:
-    """``(list_dir, grep)`` over ``root`` as tools of the installed AgentScope (1.x tool
-    functions returning ``ToolResponse``, 2.x ``FunctionTool``\\ s); any path outside it is
-    refused."""
-    from importlib import import_module
-
-    from ..compat import adapter_module
-
-    as_tool = import_module(adapter_module(), __package__.rpartition(".")[0]).as_tool
-    return tuple(as_tool(function) for function in make_explorer_functions(root))
 
 
 def make_explorer_functions(root: Path) -> tuple[Callable[..., Coroutine[Any, Any, str]], ...]:
@@ -58,18 +43,17 @@ def make_explorer_functions(root: Path) -> tuple[Callable[..., Coroutine[Any, An
         """
         folder = resolve(path)
         if folder is None:
-            return _response(f"Error: {path} is outside the project")
+            return f"Error: {path} is outside the project"
         if not folder.is_dir():
-            return _response(f"Error: {path} is not a directory")
+            return f"Error: {path} is not a directory"
         entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name))
         lines = [
             f"{p.name}/" if p.is_dir() else f"{p.name}  ({p.stat().st_size:,} bytes)"
             for p in entries
             if not p.name.startswith(("__pycache__", "."))
         ]
-        return _response(
-            f"{folder.relative_to(root).as_posix() or '.'}: {len(lines)} entries\n"
-            + "\n".join(lines)
+        return f"{folder.relative_to(root).as_posix() or '.'}: {len(lines)} entries\n" + "\n".join(
+            lines
         )
 
     async def grep(pattern: str, path: str = ".") -> str:
@@ -82,10 +66,10 @@ def make_explorer_functions(root: Path) -> tuple[Callable[..., Coroutine[Any, An
         try:
             regex = re.compile(pattern)
         except re.error as exc:
-            return _response(f"Error: invalid pattern: {exc}")
+            return f"Error: invalid pattern: {exc}"
         start = resolve(path)
         if start is None:
-            return _response(f"Error: {path} is outside the project")
+            return f"Error: {path} is outside the project"
         files = (
             [start]
             if start.is_file()
@@ -100,6 +84,6 @@ def make_explorer_functions(root: Path) -> tuple[Callable[..., Coroutine[Any, An
             for number, line in enumerate(text.split("\n"), start=1):
                 if regex.search(line):
                     hits.append(f"{file.relative_to(root).as_posix()}:{number}: {line.strip()}")
-        return _response(f"{len(hits)} match(es) for {pattern!r}\n" + "\n".join(hits))
+        return f"{len(hits)} match(es) for {pattern!r}\n" + "\n".join(hits)
 
     return list_dir, grep

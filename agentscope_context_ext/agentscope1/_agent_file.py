@@ -28,13 +28,27 @@ from agentscope.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope.model import ChatModelBase, OpenAIChatModel
 from agentscope.tool import Toolkit
 
-from ..agentscope1 import enable_context_management
-from ..core.agent_file import AgentFile, ModelSettings, load_agent_file
+from ..core.agent_file import (
+    LOCAL_KEY,
+    AgentFile,
+    ModelSettings,
+    ModelUnavailable,
+    explorer_context,
+    import_tool,
+    load_agent_file,
+)
 from ..core.errors import ConfigError
-from ..demo import make_explorer_tools
-from ._common import LOCAL_KEY, ModelUnavailable, explorer_context, import_tool
-from ._openai_compatible import string_content
-from ._server import ANTHROPIC_MESSAGES, DASHSCOPE_GENERATION, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
+from ..core.model_servers import (
+    ANTHROPIC_MESSAGES,
+    DASHSCOPE_GENERATION,
+    OLLAMA_CHAT,
+    OPENAI_CHAT,
+    ModelApi,
+)
+from ..core.openai_compatible import string_content
+from ..core.tools import make_explorer_functions
+from ._convert import as_tool
+from ._manager import enable_context_management
 
 __all__ = [
     "MODEL_APIS",
@@ -169,7 +183,7 @@ def build_agent(
     context = spec.context
     if spec.tools.explorer is not None:
         roots, context = explorer_context(spec)
-        for tool in make_explorer_tools(roots[0]):
+        for tool in map(as_tool, make_explorer_functions(roots[0])):
             toolkit.register_tool_function(tool)
     for dotted in spec.tools.functions:
         toolkit.register_tool_function(import_tool(dotted))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.agent_file import ModelSettings
+from .agent_file import ModelSettings
 
 __all__ = [
     "ANTHROPIC_MESSAGES",

@@ -1,11 +1,11 @@
-"""What a replay measures, on either AgentScope version (SPEC 10, benchmarks B3/B4)."""
+"""What a replay measures, on either AgentScope version (design §10, benchmarks B3/B4)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..core.config import ContextConfig
+from ..config import ContextConfig
 
 __all__ = ["ReplayResult", "StepRecord", "replay_config"]
 
@@ -50,7 +50,7 @@ class ReplayResult:
     seconds_hooks: float = 0.0
 
     def summary(self) -> dict:
-        """The figures of the report (SPEC 10, BENCHMARKS B3/B4)."""
+        """The figures of the report (design §10, BENCHMARKS B3/B4)."""
         sent = [s for s in self.steps if not s.refused]
         tokens = [s.prompt_tokens for s in sent]
         stable = [s.stable_prefix for s in sent[1:]]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from agentscope.message import Msg
 
-from ..agentscope1 import DialogStore
 from ..core.truncation import split_notice
 from ..core.workspace import Storage, open_storage
+from ._convert import DialogStore
 
 __all__ = ["recovery_problems"]
 

@@ -6,7 +6,7 @@ assistant message as several records sharing ``message.id``; they are merged. Ea
 ``tool_result`` becomes its own ``system`` message, as ``ReActAgent`` stores them.
 
 ``claude_code_records`` reads the log into :class:`Record`\\ s and needs no AgentScope at all;
-``load_claude_code`` makes them AgentScope 1.x ``Msg`` objects.
+an adapter makes them its AgentScope's messages (``replay.load_claude_code``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from ._records import Record
 
-__all__ = ["ClaudeCompaction", "claude_code_compactions", "claude_code_records", "load_claude_code"]
+__all__ = ["ClaudeCompaction", "claude_code_compactions", "claude_code_records"]
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,6 @@ def claude_code_compactions(path: str | Path) -> list[ClaudeCompaction]:
                 found.append(ClaudeCompaction(boundary[0], text, boundary[1]))
                 boundary = None
     return found
-
-
-def load_claude_code(path: str | Path, until_line: int | None = None) -> list[Any]:
-    """Read a Claude Code session JSONL file into AgentScope 1.x messages, oldest first.
-
-    Same arguments and errors as :func:`claude_code_records`.
-    """
-    return [record.to_msg() for record in claude_code_records(path, until_line)]
 
 
 def claude_code_records(path: str | Path, until_line: int | None = None) -> list[Record]:

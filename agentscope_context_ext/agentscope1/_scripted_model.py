@@ -19,8 +19,8 @@ from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.model._model_usage import ChatUsage
 
+from ..core.scripting import Scripted, prompt_text
 from ..core.tokens import TokenCounter
-from ._script import Scripted, prompt_text
 
 Reply = str | ChatResponse | list | dict | BaseException | None
 """A scripted answer: text, a ``ChatResponse``, a list of content blocks, a dict (structured

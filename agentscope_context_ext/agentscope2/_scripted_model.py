@@ -21,8 +21,8 @@ from agentscope.message import Msg, TextBlock, ToolCallBlock
 from agentscope.model import ChatModelBase, ChatResponse, ChatUsage
 from pydantic import BaseModel
 
+from ..core.scripting import Scripted, prompt_text
 from ..core.tokens import TokenCounter
-from ._script import Scripted, prompt_text
 
 __all__ = ["ModelCall", "Reply", "ScriptedChatModel", "reply", "tool_call"]
 

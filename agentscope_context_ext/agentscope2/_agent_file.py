@@ -31,13 +31,21 @@ from agentscope.message import Msg
 from agentscope.model import ChatModelBase, OpenAIChatModel
 from agentscope.tool import ToolChoice, Toolkit
 
-from ..agentscope2 import ContextMiddleware, as_tool
-from ..core.agent_file import AgentFile, ModelSettings, load_agent_file
+from ..core.agent_file import (
+    LOCAL_KEY,
+    AgentFile,
+    ModelSettings,
+    ModelUnavailable,
+    explorer_context,
+    import_tool,
+    load_agent_file,
+)
 from ..core.errors import ConfigError
-from ..demo import make_explorer_tools
-from ._common import LOCAL_KEY, ModelUnavailable, explorer_context, import_tool
-from ._openai_compatible import string_content
-from ._server import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
+from ..core.model_servers import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
+from ..core.openai_compatible import string_content
+from ..core.tools import make_explorer_functions
+from ._manager import ContextMiddleware
+from ._tools import as_tool
 
 __all__ = [
     "MODEL_APIS",
@@ -165,7 +173,7 @@ def build_agent(
     context = spec.context
     if spec.tools.explorer is not None:
         roots, context = explorer_context(spec)
-        tools += make_explorer_tools(roots[0])
+        tools += [as_tool(function) for function in make_explorer_functions(roots[0])]
     tools += [as_tool(import_tool(dotted), read_only=False) for dotted in spec.tools.functions]
     middleware = ContextMiddleware(context)
     agent = Agent(

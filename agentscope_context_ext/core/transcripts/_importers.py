@@ -1,5 +1,5 @@
 """Transcript importers: each format becomes :class:`Record`\\ s (AgentScope 1.x's message shape,
-without AgentScope), tool calls and results paired by id (SPEC 10). Formats:
+without AgentScope), tool calls and results paired by id (design §10). Formats:
 
 - ``agentscope``: JSONL of saved messages (this package's ``dialog/`` files, of either
   AgentScope version);

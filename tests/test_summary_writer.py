@@ -1,4 +1,4 @@
-"""The Compactor (SPEC 4.2, 12.7, 12.12; issue 11): the compaction model's prompt and input as
+"""The SummaryWriter (design §4.2, 12.7, 12.12; issue 11): the compaction model's prompt and input as
 the real scripted model receives them, the stricter retry, the extractive fallback, the budget."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from agentscope.message import Msg
 
 from agentscope_context_ext import CompactSummary, get_token_counter
 from agentscope_context_ext.agentscope1 import model_call, to_views
-from agentscope_context_ext.core.pipeline import Compactor
+from agentscope_context_ext.core.pipeline import SummaryWriter
 from agentscope_context_ext.core.truncation import truncate_fresh
 from agentscope_context_ext.testing import ScriptedChatModel
 
@@ -94,22 +94,22 @@ def views(full_text: str | None = None):
     return to_views(conversation(), (lambda path: full_text) if full_text else None)
 
 
-def _compactor(script, budget: int = 2048) -> tuple[Compactor, ScriptedChatModel]:
+def _writer(script, budget: int = 2048) -> tuple[SummaryWriter, ScriptedChatModel]:
     model = ScriptedChatModel(script, when_exhausted=None)
-    compactor = Compactor(
+    writer = SummaryWriter(
         model_call(model, DashScopeChatFormatter()),
         get_token_counter("qwen"),
         32768,
         budget,
         timeout=5,
     )
-    return compactor, model
+    return writer, model
 
 
 def test_the_model_gets_the_instruction_and_every_identifier() -> None:
-    compactor, model = _compactor([GOOD])
+    writer, model = _writer([GOOD])
     full = "HEAD\n" + "filler line\n" * 3000 + "found `legacy_invoice_id` in table ledger_2019\n"
-    result = asyncio.run(compactor.summarize(views(full), None))
+    result = asyncio.run(writer.summarize(views(full), None))
     assert result.summary.source == "llm"
     assert result.summary.goal == ["Migrate the billing service to Postgres 16"]
     assert result.attempts == 1
@@ -129,8 +129,8 @@ def test_the_model_gets_the_instruction_and_every_identifier() -> None:
 
 
 def test_retries_once_with_a_stricter_instruction() -> None:
-    compactor, model = _compactor(["Here is a summary of what happened...", GOOD])
-    result = asyncio.run(compactor.summarize(views(), None))
+    writer, model = _writer(["Here is a summary of what happened...", GOOD])
+    result = asyncio.run(writer.summarize(views(), None))
     assert result.summary.source == "llm"
     assert result.attempts == 2
     assert "could not be used" in model.calls[1].text
@@ -146,8 +146,8 @@ def test_retries_once_with_a_stricter_instruction() -> None:
     ],
 )
 def test_falls_back_to_extractive_without_error_text(script: list) -> None:
-    compactor, _ = _compactor(script)
-    result = asyncio.run(compactor.summarize(views(), None))
+    writer, _ = _writer(script)
+    result = asyncio.run(writer.summarize(views(), None))
     summary = result.summary
     assert summary.source == "extractive"
     assert len(result.failures) == 2
@@ -163,23 +163,23 @@ def test_times_out() -> None:
         await asyncio.sleep(3600)
 
     model = ScriptedChatModel(slow)
-    compactor = Compactor(
+    writer = SummaryWriter(
         model_call(model, DashScopeChatFormatter()),
         get_token_counter("qwen"),
         32768,
         2048,
         timeout=0.05,
     )
-    result = asyncio.run(compactor.summarize(views(), None))
+    result = asyncio.run(writer.summarize(views(), None))
     assert result.summary.source == "extractive"
     assert all("TimeoutError" in f for f in result.failures)
 
 
 def test_keeps_offload_paths_the_model_dropped() -> None:
-    compactor, _ = _compactor(
+    writer, _ = _writer(
         [GOOD.replace("- tool_result/0123456789abcdef0123456789abcdef.txt", "- nothing")]
     )
-    result = asyncio.run(compactor.summarize(views(), None))
+    result = asyncio.run(writer.summarize(views(), None))
     assert SAVED in "\n".join(result.summary.critical_context)
 
 
@@ -188,8 +188,8 @@ def test_an_overlong_model_summary_is_fitted_to_the_budget() -> None:
     answer = GOOD + "".join(
         f"- step {i}: rebuilt index ix_{i} on table t_{i}\n" for i in range(800)
     )
-    compactor, _ = _compactor([answer], budget=1024)
-    result = asyncio.run(compactor.summarize(views(), None))
+    writer, _ = _writer([answer], budget=1024)
+    result = asyncio.run(writer.summarize(views(), None))
     summary = result.summary
     assert summary.source == "llm"
     assert counter.count_text(summary.render()) <= 1024
@@ -199,10 +199,10 @@ def test_an_overlong_model_summary_is_fitted_to_the_budget() -> None:
 
 def test_splits_input_larger_than_the_window_and_counts_one_compaction() -> None:
     msgs = [Msg("user", f"message {i} " + "word " * 400, "user") for i in range(40)]
-    compactor, model = _compactor([GOOD] * 10)
-    compactor.max_input_tokens = 4096
+    writer, model = _writer([GOOD] * 10)
+    writer.max_input_tokens = 4096
     previous = CompactSummary(goal=["Earlier goal"], compactions=3)
-    result = asyncio.run(compactor.summarize(to_views(msgs), previous))
+    result = asyncio.run(writer.summarize(to_views(msgs), previous))
     assert result.summary.source == "llm"
     assert len(model.calls) > 1
     assert "# Previous memo" in model.calls[1].text
@@ -210,7 +210,7 @@ def test_splits_input_larger_than_the_window_and_counts_one_compaction() -> None
 
 
 def test_nothing_to_summarise_gives_an_empty_extractive_summary() -> None:
-    compactor, model = _compactor([GOOD])
-    result = asyncio.run(compactor.summarize([], None))
+    writer, model = _writer([GOOD])
+    result = asyncio.run(writer.summarize([], None))
     assert result.summary.source == "extractive" and not model.calls
     assert result.summary.goal == [] and result.summary.compactions == 1
