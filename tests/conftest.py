@@ -19,7 +19,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_studio.py",
         "test_storage.py",
         "test_real_transcripts.py",
-        "test_readme.py",
         "test_dialog_tools.py",
         "test_dialog_store.py",
         "test_cli.py",

@@ -593,20 +593,6 @@ async def test_memory_md_is_in_the_system_prompt_and_the_summarizer_writes_it(tm
     assert "port 8443 is the API" in json.dumps(agent_calls[-1].messages[0])
 
 
-async def test_the_readme_2x_example_runs(tmp_path, monkeypatch):
-    import re
-
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```py\n(.*?)```", text[text.index("## AgentScope 2.x or 1.x") :], re.S)
-    assert block is not None
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    # the example calls asyncio.run itself: run it in a thread, outside this test's loop
-    await asyncio.to_thread(exec, compile(block.group(1), "README 2.x example", "exec"), namespace)
-    assert namespace["context"].manager.stats.as_dict()["compactions"] == 0
-    assert (tmp_path / ".agentscope-context" / "dialog").is_dir()
-
-
 def tool_names(call: ModelCall) -> set[str]:
     return {t["function"]["name"] for t in call.tools or []}
 

@@ -1,18 +1,57 @@
 """The README's Python examples run as written (offline), and what their comments and the text
-around them claim is what they do, so the docs cannot rot."""
+around them claim is what they do, so the docs cannot rot.
+
+An example whose first line is ``# AgentScope 2.x`` or ``# AgentScope 1.x`` is for that major
+version; one without runs on both. The examples of the installed major (and those for both)
+run here; CI runs the suite under each major, so every example runs somewhere."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dashscope
 import pytest
 
+from agentscope_context_ext.compat import agentscope_major
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 TEXT = README.read_text(encoding="utf-8")
-BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, re.S)
+MAJOR = min(agentscope_major(), 2)
+MARKS = {"# AgentScope 1.x": 1, "# AgentScope 2.x": 2}
+"""The first line that says which major version an example is for."""
+
+
+@dataclass(frozen=True)
+class Example:
+    code: str
+    line: int
+    """Where its fence opens in README.md."""
+    major: int | None
+    """The major version it is for; ``None``: both."""
+
+    @property
+    def name(self) -> str:
+        return f"line-{self.line}-{f'{self.major}.x' if self.major else 'both'}"
+
+
+FENCES = [
+    (match.group(1).strip(), match.group(2), TEXT.count("\n", 0, match.start()) + 1)
+    for match in re.finditer(r"^```([^\n]*)\n(.*?)^```[ \t]*$", TEXT, re.S | re.M)
+]
+EXAMPLES = [
+    Example(code, line, MARKS.get(code.split("\n", 1)[0].strip()))
+    for info, code, line in FENCES
+    if info == "python"
+]
+RUNNABLE = [example for example in EXAMPLES if example.major in (None, MAJOR)]
+"""The examples of the installed AgentScope."""
+
+only_2x = pytest.mark.skipif(MAJOR != 2, reason="a check of an AgentScope 2.x example")
+only_1x = pytest.mark.skipif(MAJOR != 1, reason="a check of an AgentScope 1.x example")
 
 
 def _run(block: str, name: str) -> dict[str, Any]:
@@ -22,7 +61,8 @@ def _run(block: str, name: str) -> dict[str, Any]:
 
 
 def _block(marker: str) -> str:
-    found = [block for block in BLOCKS if marker in block]
+    """The one example of the installed major (or of both) that contains ``marker``."""
+    found = [example.code for example in RUNNABLE if marker in example.code]
     assert len(found) == 1, f"exactly one README example should contain {marker!r}"
     return found[0]
 
@@ -39,13 +79,30 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_every_example_is_for_both_majors_or_says_which() -> None:
+    for info, code, line in FENCES:
+        # an example in another Python fence (```py, ```python3) would never run
+        assert info in ("", "python", "bash", "yaml"), f"README.md:{line}: fence {info!r}"
+        if info == "python":
+            first = code.split("\n", 1)[0].strip()
+            if first.lower().startswith("# agentscope"):
+                assert first in MARKS, f"README.md:{line}: {first!r} is not one of {set(MARKS)}"
+    assert {example.major for example in EXAMPLES} == {None, 1, 2}
+    # 2.x first: the first example is for 2.x, and 1.x's are in their own section
+    assert EXAMPLES[0].major == 2
+    section = TEXT.index("\n## AgentScope 1.x\n")
+    for example in EXAMPLES:
+        if example.major == 1:
+            assert TEXT.index(example.code) > section, f"README.md:{example.line}"
+
+
+@pytest.mark.parametrize("example", RUNNABLE, ids=lambda example: example.name)
 def test_readme_example_runs(
-    index: int, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+    example: Example, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if "RedisSession" in BLOCKS[index]:  # the many-workers example needs the test server
+    if "ACE_REDIS_URL" in example.code:  # the many-workers example needs the test server
         monkeypatch.setenv("ACE_REDIS_URL", request.getfixturevalue("redis_url"))
-    _run(BLOCKS[index], f"example {index + 1}")
+    _run(example.code, example.name)
 
 
 def test_many_workers_example_does_what_it_says(
@@ -57,7 +114,7 @@ def test_many_workers_example_does_what_it_says(
     for key in client.scan_iter(match="readme*", count=1000):  # a fresh conversation
         client.delete(key)
     monkeypatch.setenv("ACE_REDIS_URL", redis_url)
-    _run(_block("session = RedisSession("), "many workers")
+    _run(_block('"readme-session:'), "many workers")
     # "both requests, both answers": the second worker had the first worker's conversation
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     assert printed == str(
@@ -71,27 +128,88 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert "python -m pytest" in setup
 
 
-def test_quick_start_does_what_its_comments_say(tmp_path: Path) -> None:
-    ns = _run(_block("enable_context_management(\n"), "quick start")
-    manager, agent, module = ns["manager"], ns["agent"], ns["module"]
+def _read_file_output(results: list[str], module: Path, manager: Any, tmp_path: Path) -> None:
+    """What the quick start says of its one read_file result, on either major."""
+    assert len(results) == 1
+    output = results[0]
+    # "read_file cut its own output to the window share, with a notice" pointing at the source
+    assert len(output.encode()) < len(module.read_bytes())
+    assert "<<<TRUNCATED>>>" in output and f"file_path={module}" in output
+    share = int(manager.config.truncation.max_window_share * manager.max_input_tokens)
+    assert manager.counter.count_text(output) <= share
     # "dialog/, tool_result/, Memory.md live here"
     assert Path(manager.workspace).resolve() == (tmp_path / ".agentscope-context").resolve()
-    # "read_file cut its own output to the window share, with a notice" pointing at the source
+    # "no copy is saved" (README, Give an agent read_file)
+    assert not list((tmp_path / ".agentscope-context" / "tool_result").glob("*.txt"))
+
+
+def _text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    return "".join(
+        part.get("text", "") if isinstance(part, dict) else getattr(part, "text", "")
+        for part in output
+    )
+
+
+@only_2x
+def test_quick_start_does_what_its_comments_say(tmp_path: Path) -> None:
+    from agentscope.message import ToolResultBlock
+
+    ns = _run(_block('tool_call("read_file"'), "quick start")
+    context, agent, model, module = ns["context"], ns["agent"], ns["model"], ns["module"]
+    manager = context.manager
     results = [
-        block
+        _text(block.output)
+        for msg in agent.state.context
+        for block in msg.content
+        if isinstance(block, ToolResultBlock)
+    ]
+    _read_file_output(results, module, manager, tmp_path)
+    # the manager is the agent's, and the stats are the manager's
+    assert agent.context_manager is manager and context.stats is manager.stats
+    # "what 2.x offloads by itself lands in the same workspace"
+    assert agent.offloader is context.offloader
+    # the tools are added at the first reply; read_dialog and search_dialog are shown to the
+    # model only once there is a dialog to read (none here: nothing was compacted)
+    for name in ("read_file", "read_dialog", "search_dialog", "memory_append"):
+        assert asyncio.run(agent.toolkit.get_tool(name)) is not None, name
+    shown = {tool["function"]["name"] for tool in model.calls[0].tools or []}
+    assert "read_file" in shown and not {"read_dialog", "search_dialog"} & shown
+    # "One middleware manages one agent"
+    from agentscope.agent import Agent
+
+    other = Agent(name="other", system_prompt="-", model=model, middlewares=[context])
+    with pytest.raises(Exception, match="already manages agent"):
+        context.bind(other)
+
+
+@only_2x
+def test_enable_on_an_existing_agent_does_what_it_says() -> None:
+    ns = _run(_block("manager.detach()  # the agent as it was"), "enable on an Agent")
+    agent, manager = ns["agent"], ns["manager"]
+    # after detach(): "no middleware, tools or offloader of ours"
+    middlewares = [
+        m for name in dir(agent) if name.endswith("_middlewares") for m in getattr(agent, name)
+    ]
+    assert manager.middleware not in middlewares
+    assert agent.offloader is None and not hasattr(agent, "context_manager")
+    assert asyncio.run(agent.toolkit.get_tool("read_file")) is None
+    assert manager.stats.as_dict()["peak_prompt_tokens"] > 0
+
+
+@only_1x
+def test_quick_start_on_1x_does_what_its_comments_say(tmp_path: Path) -> None:
+    ns = _run(_block("enable_context_management(\n"), "quick start")
+    manager, agent, module = ns["manager"], ns["agent"], ns["module"]
+    results = [
+        _text(block["output"])
         for msg in agent.memory.messages
         if isinstance(msg.content, list)
         for block in msg.content
         if block.get("type") == "tool_result"
     ]
-    assert len(results) == 1
-    output = "".join(part["text"] for part in results[0]["output"] if part.get("type") == "text")
-    assert len(output.encode()) < len(module.read_bytes())
-    assert "<<<TRUNCATED>>>" in output and f"file_path={module}" in output
-    share = int(manager.config.truncation.max_window_share * manager.max_input_tokens)
-    assert manager.counter.count_text(output) <= share
-    # "no copy is saved" (README, Give an agent read_file)
-    assert not list((tmp_path / ".agentscope-context" / "tool_result").glob("*.txt"))
+    _read_file_output(results, module, manager, tmp_path)
     # the enable paragraph: what was changed, all undone by detach()
     changes = manager.attachment.changes
     assert {"agent.memory", "agent.model"} <= set(changes)
@@ -128,11 +246,27 @@ def test_truncation_example_does_what_its_comments_say() -> None:
     assert actual.replace(name, "....txt").strip() == shown.strip()
 
 
+def test_read_file_example_gives_the_tool() -> None:
+    ns = _run(_block("make_read_file_tool("), "read_file")
+    toolkit = ns["toolkit"]
+    if MAJOR >= 2:
+        tool = asyncio.run(toolkit.get_tool("read_file"))
+        # "a FunctionTool that is always allowed"
+        decision = asyncio.run(tool.check_permissions())
+        assert decision.behavior.value == "allow"
+    else:
+        assert "read_file" in toolkit.tools
+
+
 def test_token_example_is_exact() -> None:
     ns = _run(_block("get_token_counter("), "tokens")
     # "exact, offline"
     tokenizer = dashscope.get_tokenizer("qwen-plus")
     assert ns["counter"].count_text("你好, world") == len(tokenizer.encode("你好, world"))
+    if MAJOR == 1:  # "On 1.x the counter is also an agentscope.token.TokenCounterBase"
+        from agentscope.token import TokenCounterBase
+
+        assert isinstance(ns["counter"], TokenCounterBase)
 
 
 def test_summary_claim_is_what_b7_measured() -> None:
@@ -151,13 +285,23 @@ def test_summary_claim_is_what_b7_measured() -> None:
 def test_session_example_restores_what_it_says(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    _run(_block("AtomicJSONSession(save_dir="), "atomic session")
+    _run(_block("messages restored"), "session")
     # "2 messages restored", from a session file written whole
     assert "2 messages restored" in capsys.readouterr().out
     assert [p.name for p in (tmp_path / "sessions").iterdir()] == ["me.json"]
 
 
+@only_2x
 def test_the_overflow_example_is_refused_as_it_says(capsys: pytest.CaptureFixture) -> None:
     _run(_block("except ContextOverflowError as error:"), "never over the window")
     tokens, window = capsys.readouterr().out.splitlines()[0].split()
     assert int(tokens) > int(window) == 16384, "refused, with its figures"
+
+
+def test_the_notebooks_table_names_the_notebooks() -> None:
+    table = TEXT[TEXT.index("## Notebooks") : TEXT.index("## How it is built")]
+    named = set(re.findall(r"`(notebooks/[\w/]+\.ipynb)`", table))
+    on_disk = {
+        p.relative_to(README.parent).as_posix() for p in README.parent.glob("notebooks/**/*.ipynb")
+    }
+    assert named == on_disk
