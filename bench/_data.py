@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agentscope.message import Msg
-
-from agentscope_context_ext.replay import load_claude_code
+from agentscope_context_ext.replay import Record, claude_code_records
 
 REPO = Path(__file__).resolve().parent.parent
+SESSION = "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+"""The Claude Code session B1 and B9 build their contexts from."""
 
 
 def transcripts_dir() -> Path:
@@ -27,6 +27,7 @@ def shared_files() -> list[Path]:
     return sorted(p for p in transcripts_dir().rglob("*") if p.is_file() and p.name != "LICENSE")
 
 
-def claude_code_session(name: str = "4d5611e5-241a-462a-8d15-5122611a9569.jsonl") -> list[Msg]:
-    """The messages of one shared Claude Code session."""
-    return load_claude_code(transcripts_dir() / "claude-code" / name)
+def claude_code_session(name: str = SESSION) -> list[Record]:
+    """The messages of one shared Claude Code session, as version-free records (each
+    benchmark makes the installed AgentScope's messages from them: ``_agents.native_messages``)."""
+    return claude_code_records(transcripts_dir() / "claude-code" / name)

@@ -1,160 +1,112 @@
-"""B1 - hook overhead per reasoning step with no compaction due.
+"""B1 - hook overhead per reasoning step with no compaction due, on either AgentScope major.
 
-Contexts of ~8k, 32k and 128k tokens are built from a real Claude Code session. Each step adds
-one new message (a 1 KB tool result) and times:
+Contexts of ~8k, 32k and 128k tokens are built from a real Claude Code session (the same records
+on both majors, each kept as the installed major keeps a context: ``_agents``). Each step adds
+one new tool result (1 KB; on 2.x with its call, in the reply's message) and times:
 
-- ours: the whole ``pre_reasoning`` pipeline (stage one on the new result, stage two scan,
-  incremental token check), with a window large enough that no compaction is due;
+- ours: what runs before a reasoning step with a window large enough that no compaction is due:
+  1.x the whole ``pre_reasoning`` pipeline; 2.x ``agent.compress_context()``, which runs the
+  middleware's ``on_compress_context`` (the same pipeline: pending stage one, stage-two scan,
+  incremental token check);
 - (a) formatting the whole prompt with the agent's formatter and counting it with the same
   tokenizer, what a hook without incremental accounting must do every step;
-- (b) AgentScope's own ``ReActAgent(compression_config=...)`` check below its threshold
-  (``_compress_memory_if_needed``), with the same token counter.
+- (b) AgentScope's own check below its threshold with the same tokenizer: 1.x
+  ``ReActAgent(compression_config=...)``'s ``_compress_memory_if_needed``; 2.x a plain
+  ``Agent``'s ``compress_context()`` (``_compress_context_impl``) with a model whose
+  ``count_tokens`` counts the formatted prompt exactly;
+- (b') 2.x only: the same 2.x check as 2.x ships it, ``count_tokens`` being bytes/4
+  (``ChatModelBase.count_tokens``; no 2.0.x model overrides it). 1.x has no such side: its
+  check needs a token counter.
 
-Runs are interleaved (ours, a, b, ours, a, b ...) and medians compared.
+Runs are interleaved (ours, a, b, b', ours, ...) and medians compared.
 Targets: ours >= 20x faster than (a) at 128k; faster than (b); ours grows with the new message,
-not with the context (ratio of ours at 128k to ours at 8k stays small).
+not with the context (ratio of ours at 128k to ours at 8k far below the context's growth).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import statistics
 import tempfile
 import time
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.memory import InMemoryMemory
-from agentscope.message import Msg
-from agentscope.tool import Toolkit
-
-from agentscope_context_ext import enable_context_management, get_token_counter
-from agentscope_context_ext.testing import ScriptedChatModel
-
-from ._data import claude_code_session
+from ._agents import MAJOR, managed, native, prefix, qwen_counter
+from ._data import SESSION, claude_code_session
+from ._major import agentscope_version
 
 TITLE = "hook overhead per step, no compaction due (8k / 32k / 128k)"
 SIZES = (8_000, 32_000, 128_000)
-SYS_PROMPT = "You are a coding agent working in a large repository. Be careful and precise."
+FORMATTER = "DashScopeChatFormatter"
+OURS_CONFIG = {
+    "max_input_tokens": 1_048_576,
+    "truncation": {
+        "first_max_bytes": 10**9,
+        "markdown_first_max_bytes": 10**9,
+        "max_window_share": 1.0,
+        "recent_n": 10**6,
+    },
+    "notices": False,
+}
 
 
-def _prefix(msgs: list[Msg], target: int, counter) -> list[Msg]:
-    total = 0
-    out = []
-    for msg in msgs:
-        tokens = counter.count_msg(msg)
-        if total + tokens > target and out:
-            break
-        out.append(msg)
-        total += tokens
-    # A prefix must not end with unanswered calls: drop trailing assistant messages with calls.
-    while (
-        out
-        and out[-1].role == "assistant"
-        and any(b.get("type") == "tool_use" for b in out[-1].content if isinstance(b, dict))
-    ):
-        out.pop()
-    return out
+def new_result(i: int) -> str:
+    """A step's 1 KB tool result."""
+    return "".join(f"{i}:{n:03d} ok GET /api/items status=200 elapsed=12ms\n" for n in range(22))
 
 
-def _new_message(i: int) -> Msg:
-    body = "".join(f"{i}:{n:03d} ok GET /api/items status=200 elapsed=12ms\n" for n in range(22))
-    return Msg(
-        "system",
-        [{"type": "tool_result", "id": f"bench-{i}", "name": "shell", "output": body}],
-        "system",
-    )
-
-
-async def _measure(context: list[Msg], repeats: int) -> dict:
-    counter = get_token_counter("qwen")
-    formatter = DashScopeChatFormatter()
-    toolkit = Toolkit()
-    agent = ReActAgent(
-        name="bench",
-        sys_prompt=SYS_PROMPT,
-        model=ScriptedChatModel(["ok"]),
-        formatter=formatter,
-        toolkit=toolkit,
-    )
-    await agent.memory.add(copy.deepcopy(context))
+async def _measure(records: list, repeats: int) -> dict:
+    counter = qwen_counter()
+    sides = ("ours", "a", "b", "b_native") if MAJOR >= 2 else ("ours", "a", "b")
     with tempfile.TemporaryDirectory() as workspace:
-        manager = enable_context_management(
-            agent,
-            {
-                "workspace": workspace,
-                "max_input_tokens": 1_048_576,
-                "truncation": {
-                    "first_max_bytes": 10**9,
-                    "markdown_first_max_bytes": 10**9,
-                    "max_window_share": 1.0,
-                    "recent_n": 10**6,
-                },
-                "notices": False,
-            },
-        )
-        tools = agent.toolkit.get_json_schemas()
-        await manager.pipeline.before_reasoning(SYS_PROMPT, tools)  # warm: count the context once
-        context_tokens = (await manager.count()).total
-
-        # (b) AgentScope's own check, on an identical agent with InMemoryMemory.
-        native = ReActAgent(
-            name="native",
-            sys_prompt=SYS_PROMPT,
-            model=ScriptedChatModel(["ok"]),
-            formatter=DashScopeChatFormatter(),
-            toolkit=Toolkit(),
-            memory=InMemoryMemory(),
-            compression_config=ReActAgent.CompressionConfig(
-                enable=True, agent_token_counter=counter, trigger_threshold=10**9
-            ),
-        )
-        await native.memory.add(copy.deepcopy(context))
-
-        samples: dict[str, list[float]] = {"ours": [], "a": [], "b": []}
+        ours = await managed(records, {"workspace": workspace, **OURS_CONFIG}, FORMATTER)
+        context_tokens = await ours.count()
+        formatter = ours.formatter
+        checks = {"b": await native(records, counter, FORMATTER)}
+        if MAJOR >= 2:
+            checks["b_native"] = await native(records, None, FORMATTER)
+        samples: dict[str, list[float]] = {side: [] for side in sides}
         for i in range(repeats):
-            new = _new_message(i)
-            await agent.memory.add(new)
+            call_id = f"bench-{i}"
+            await ours.add_result(call_id, new_result(i))
             started = time.perf_counter()
-            await manager.pipeline.before_reasoning(SYS_PROMPT, tools)
+            await ours.step()
             samples["ours"].append(time.perf_counter() - started)
 
             started = time.perf_counter()
-            prompt = await formatter.format(
-                [Msg("system", SYS_PROMPT, "system"), *await agent.memory.get_memory()]
-            )
-            await counter.count(prompt, tools)
+            await ours.format_and_count(counter, formatter)
             samples["a"].append(time.perf_counter() - started)
 
-            await native.memory.add(new)
-            started = time.perf_counter()
-            await native._compress_memory_if_needed()
-            samples["b"].append(time.perf_counter() - started)
-
-            await agent.memory.delete([new.id])
-            await native.memory.delete([new.id])
-        manager.close()
+            for side, check in checks.items():
+                await check.add_result(call_id, new_result(i))
+                started = time.perf_counter()
+                await check.check()
+                samples[side].append(time.perf_counter() - started)
+                await check.remove_added()
+            await ours.remove_added()
+        messages = ours.messages
+        ours.close()
     medians = {k: statistics.median(v) for k, v in samples.items()}
     return {
         "context_tokens": context_tokens,
-        "messages": len(context),
+        "records": len(records),
+        "messages": messages,
         **{f"seconds_{k}": v for k, v in medians.items()},
     }
 
 
 def run(quick: bool = False) -> dict:
     """Measure and return the B1 record."""
-    counter = get_token_counter("qwen")
-    msgs = claude_code_session()
+    counter = qwen_counter()
+    records = claude_code_session()
     repeats = 7 if quick else 21
     rows = []
     for size in SIZES:
-        context = _prefix(msgs, size, counter)
-        row = asyncio.run(_measure(context, repeats))
+        row = asyncio.run(_measure(prefix(records, size, counter), repeats))
         row["target_tokens"] = size
         row["speedup_vs_a"] = round(row["seconds_a"] / row["seconds_ours"], 1)
         row["speedup_vs_b"] = round(row["seconds_b"] / row["seconds_ours"], 1)
+        if "seconds_b_native" in row:
+            row["speedup_vs_b_native"] = round(row["seconds_b_native"] / row["seconds_ours"], 2)
         rows.append(row)
     growth = rows[-1]["seconds_ours"] / rows[0]["seconds_ours"]
     context_growth = rows[-1]["context_tokens"] / rows[0]["context_tokens"]
@@ -166,6 +118,24 @@ def run(quick: bool = False) -> dict:
     return {
         "id": "B1",
         "what": TITLE,
+        "agentscope_version": agentscope_version(),
+        "session": SESSION,
+        "formatter": FORMATTER,
+        "ours": (
+            "agent.compress_context() -> ContextMiddleware.on_compress_context"
+            if MAJOR >= 2
+            else "pre_reasoning pipeline (manager.pipeline.before_reasoning)"
+        ),
+        "b": (
+            "Agent.compress_context() without middleware, exact count_tokens"
+            if MAJOR >= 2
+            else "ReActAgent(compression_config=...)._compress_memory_if_needed"
+        ),
+        "b_native": (
+            "Agent.compress_context() without middleware, 2.x's bytes/4 count_tokens"
+            if MAJOR >= 2
+            else "none on 1.x: its check needs a token counter"
+        ),
         "rows": rows,
         "ours_growth_128k_over_8k": round(growth, 2),
         "context_growth_128k_over_8k": round(context_growth, 2),
@@ -176,14 +146,24 @@ def run(quick: bool = False) -> dict:
 
 def table(record: dict) -> str:
     """Markdown table of a B1 record."""
+    two = any("seconds_b_native" in r for r in record["rows"])
     lines = [
-        "| context tokens | messages | ours (ms) | (a) format+count (ms) | (b) AgentScope check (ms) | vs (a) | vs (b) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"AgentScope {record.get('agentscope_version', '?')}: ours = {record.get('ours', '')}; "
+        f"(b) = {record.get('b', '')}; (b') = {record.get('b_native', '')}",
+        "",
+        "| context tokens | transcript messages | context messages | ours (ms) "
+        "| (a) format+count (ms) | (b) AgentScope check, same count (ms) "
+        "| (b') 2.x check as shipped, bytes/4 (ms) | vs (a) | vs (b) | vs (b') |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in record["rows"]:
+        native = f"{r['seconds_b_native'] * 1000:.3f}" if two else "- (1.x: none)"
+        versus = f"{r['speedup_vs_b_native']}x" if two else "-"
         lines.append(
-            f"| {r['context_tokens']:,} | {r['messages']} | {r['seconds_ours'] * 1000:.3f} | {r['seconds_a'] * 1000:.2f} | "
-            f"{r['seconds_b'] * 1000:.2f} | {r['speedup_vs_a']}x | {r['speedup_vs_b']}x |"
+            f"| {r['context_tokens']:,} | {r['records']} | {r['messages']} "
+            f"| {r['seconds_ours'] * 1000:.3f} | {r['seconds_a'] * 1000:.2f} "
+            f"| {r['seconds_b'] * 1000:.2f} | {native} | {r['speedup_vs_a']}x "
+            f"| {r['speedup_vs_b']}x | {versus} |"
         )
     lines.append(
         f"\nours at 128k / ours at 8k: {record['ours_growth_128k_over_8k']}x while the context grew "

@@ -1,44 +1,51 @@
-"""B2 - token count accuracy.
+"""B2 - token count accuracy, on either AgentScope major.
 
-Our incremental count (per message, through the agent's formatter, summed) against the exact
-count of the fully formatted prompt with the same tokenizer, and the bytes/4 estimate against
-the same exact count. Transcripts: two real Claude Code sessions (English, code-heavy) and a
-Chinese conversation built from the Chinese design text in ``shared/seed``.
+Our incremental count (per message, or per 2.x segment, through the model's formatter, summed)
+against the exact count of the fully formatted prompt with the same tokenizer, and the bytes/4
+estimate against the same exact count. The prompt is the one AgentScope builds (1.x: the system
+prompt and the memory; 2.x: ``Agent._prepare_model_input``, the system prompt as the middlewares
+leave it, the summary and ``state.context``), with the tools the model is shown. On 2.x also
+2.x's own count, ``ChatModelBase.count_tokens`` (bytes/4 of the texts and tool schemas, the count
+its compression compares with the trigger; 1.x has no count of its own). Transcripts: two real
+Claude Code sessions (English, code-heavy) and a Chinese conversation built from the Chinese
+design text in ``shared/seed``, the same records on both majors.
 Target: ours within 1%; the estimate's error is reported.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import DashScopeChatFormatter, OpenAIChatFormatter
-from agentscope.message import Msg
-from agentscope.tool import Toolkit
+from agentscope_context_ext import get_token_counter
+from agentscope_context_ext.replay import Record
 
-from agentscope_context_ext import enable_context_management, get_token_counter
-from agentscope_context_ext.testing import ScriptedChatModel
-
+from ._agents import MAJOR, managed, qwen_counter
 from ._data import claude_code_session, transcripts_dir
+from ._major import agentscope_version
 
 TITLE = "token count accuracy vs the exact formatted prompt"
-SYS_PROMPT = "You are a helpful agent."
+FORMATTERS = ("DashScopeChatFormatter", "OpenAIChatFormatter")
+CONFIG = {
+    "max_input_tokens": 4_194_304,
+    "truncation": {"enabled": False},
+    "compaction": {"enabled": False},
+}
 
 
-def chinese_conversation() -> list[Msg]:
+def chinese_conversation() -> list[Record]:
     """A tool-using conversation whose content is the Chinese design text, paragraph by paragraph."""
     seed = transcripts_dir().parent.parent / "seed" / "copaw-context-management-v2.zh.md"
     paragraphs = [
         p.strip() for p in Path(seed).read_text(encoding="utf-8").split("\n\n") if p.strip()
     ]
-    msgs = [Msg("user", "请阅读设计文档并总结上下文管理的要点。", "user")]
+    records = [Record("user", "请阅读设计文档并总结上下文管理的要点。")]
     for i in range(0, len(paragraphs), 4):
         call_id = f"zh-{i}"
-        msgs.append(
-            Msg(
+        records.append(
+            Record(
                 "assistant",
                 [
                     {"type": "text", "text": f"继续阅读第 {i // 4 + 1} 部分。"},
@@ -49,11 +56,10 @@ def chinese_conversation() -> list[Msg]:
                         "input": {"file_path": "design.zh.md", "start_line": i + 1},
                     },
                 ],
-                "assistant",
             )
         )
-        msgs.append(
-            Msg(
+        records.append(
+            Record(
                 "system",
                 [
                     {
@@ -63,50 +69,54 @@ def chinese_conversation() -> list[Msg]:
                         "output": "\n\n".join(paragraphs[i : i + 4]),
                     }
                 ],
-                "system",
             )
         )
-    msgs.append(Msg("assistant", "总结：两阶段截断、压缩摘要、对话落盘、长期记忆。", "assistant"))
-    return msgs
+    records.append(Record("assistant", "总结：两阶段截断、压缩摘要、对话落盘、长期记忆。"))
+    return records
 
 
-async def _measure(msgs: list[Msg], formatter_class: type) -> dict:
-    counter = get_token_counter("qwen")
+async def _measure(records: list[Record], formatter_name: str) -> dict:
+    counter = qwen_counter()
     estimate = get_token_counter("estimate")
-    agent = ReActAgent(
-        name="b2",
-        sys_prompt=SYS_PROMPT,
-        model=ScriptedChatModel(["ok"]),
-        formatter=formatter_class(),
-        toolkit=Toolkit(),
-    )
-    await agent.memory.add(copy.deepcopy(msgs))
     with tempfile.TemporaryDirectory() as workspace:
-        manager = enable_context_management(
-            agent,
-            {
-                "workspace": workspace,
-                "max_input_tokens": 4_194_304,
-                "truncation": {"enabled": False},
-                "compaction": {"enabled": False},
-            },
-        )
-        ours = (await manager.count()).total
-        # The tools the model is shown: the dialog tools join once there is a dialog.
-        tools = manager.offered_tools(agent.toolkit.get_json_schemas())
-        prompt = await agent.formatter.format(
-            [Msg("system", SYS_PROMPT, "system"), *await agent.memory.get_memory()]
-        )
+        agent = await managed(records, {"workspace": workspace, **CONFIG}, formatter_name)
+        ours = await agent.count()
+        messages, tools = await _as_sent(agent)
+        prompt = await agent.formatter.format(messages)
         exact = counter.count_formatted(prompt, tools)
         guess = estimate.count_formatted(prompt, tools)
-        manager.close()
+        native = None
+        if MAJOR >= 2:
+            from agentscope.model import ChatModelBase
+
+            # 2.x's own count, what its compression compares with the trigger (every 2.0.x
+            # model inherits it).
+            native = await ChatModelBase.count_tokens(agent.agent.model, messages, tools)
+        agent.close()
     return {
         "ours": ours,
         "exact": exact,
         "estimate": guess,
         "ours_error": (ours - exact) / exact,
         "estimate_error": (guess - exact) / exact,
+        "agentscope_count": native,
+        "agentscope_count_error": None if native is None else (native - exact) / exact,
     }
+
+
+async def _as_sent(agent: Any) -> tuple[list[Any], list[dict]]:
+    """The messages and the tools the model is sent now, built by
+    AgentScope itself; the tools as the model is shown them (the dialog tools join once there
+    is a dialog: ``offered_tools``, what our ``on_model_call`` / the 1.x hooks pass on)."""
+    manager = agent.manager
+    if MAJOR == 1:
+        from agentscope.message import Msg
+
+        system = Msg("system", agent.agent.sys_prompt, "system")
+        messages = [system, *await agent.agent.memory.get_memory()]
+        return messages, manager.offered_tools(agent.agent.toolkit.get_json_schemas())
+    model_input = await agent.agent._prepare_model_input()
+    return model_input["messages"], manager.offered_tools(model_input["tools"])
 
 
 def run(quick: bool = False) -> dict:
@@ -119,17 +129,21 @@ def run(quick: bool = False) -> dict:
         "design text (Chinese)": chinese_conversation(),
     }
     rows = []
-    for name, msgs in cases.items():
-        for formatter_class in (DashScopeChatFormatter, OpenAIChatFormatter):
-            row = asyncio.run(_measure(msgs, formatter_class))
-            rows.append({"transcript": name, "formatter": formatter_class.__name__, **row})
+    for name, records in cases.items():
+        for formatter_name in FORMATTERS:
+            row = asyncio.run(_measure(records, formatter_name))
+            rows.append({"transcript": name, "formatter": formatter_name, **row})
     worst = max(abs(r["ours_error"]) for r in rows)
     return {
         "id": "B2",
         "what": TITLE,
+        "agentscope_version": agentscope_version(),
         "rows": rows,
         "worst_ours_error": round(worst, 5),
         "worst_estimate_error": round(max(abs(r["estimate_error"]) for r in rows), 4),
+        "worst_agentscope_count_error": (
+            round(max(abs(r["agentscope_count_error"]) for r in rows), 4) if MAJOR >= 2 else None
+        ),
         "target": "ours within 1% of the exact formatted count",
         "target_met": worst <= 0.01,
     }
@@ -138,12 +152,19 @@ def run(quick: bool = False) -> dict:
 def table(record: dict) -> str:
     """Markdown table of a B2 record."""
     lines = [
-        "| transcript | formatter | exact | ours | ours error | bytes/4 | bytes/4 error |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        f"AgentScope {record.get('agentscope_version', '?')}",
+        "",
+        "| transcript | formatter | exact | ours | ours error | bytes/4 | bytes/4 error "
+        "| 2.x count_tokens | its error |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in record["rows"]:
+        if r.get("agentscope_count") is None:
+            native = "- (1.x: none) | -"
+        else:
+            native = f"{r['agentscope_count']:,} | {r['agentscope_count_error']:+.1%}"
         lines.append(
-            f"| {r['transcript']} | {r['formatter']} | {r['exact']:,} | {r['ours']:,} | {r['ours_error']:+.3%} | "
-            f"{r['estimate']:,} | {r['estimate_error']:+.1%} |"
+            f"| {r['transcript']} | {r['formatter']} | {r['exact']:,} | {r['ours']:,} "
+            f"| {r['ours_error']:+.3%} | {r['estimate']:,} | {r['estimate_error']:+.1%} | {native} |"
         )
     return "\n".join(lines)

@@ -1,15 +1,18 @@
-"""B9 - the workspace on Redis against local files, side by side in one run.
+"""B9 - the workspace on Redis against local files, side by side in one run, on either major.
 
-1. Per-step hook cost (the whole ``pre_reasoning`` pipeline) with contexts of ~8k, 32k and 128k
-   tokens from a real Claude Code session, no compaction due, each step adding one tool result:
-   a 1 KB one (nothing to save) and a 60 KB one (stage one saves it: one write to the
-   workspace). Two identical agents, one per backend, steps interleaved; medians.
+1. Per-step hook cost (B1's "ours": 1.x the whole ``pre_reasoning`` pipeline, 2.x
+   ``agent.compress_context()`` through ``ContextMiddleware``) with contexts of ~8k, 32k and
+   128k tokens from a real Claude Code session (B1's contexts), no compaction due, each step
+   adding one tool result: a 1 KB one (nothing to save) and a 60 KB one (stage one saves it:
+   one write to the workspace; on 2.x the pipeline's stage one for a result that did not come
+   through ``on_acting``). Two identical agents, one per backend, steps interleaved; medians.
 2. Dialog-append throughput: compaction-sized appends (10 messages of ~2 KB) by 1 and by 4
    writer processes at once, appends per second, per backend.
 
 The Redis server is ``ACE_REDIS_URL``, else a private ``redis-server`` started here (AOF,
 ``appendfsync always``: the durable setting, as for local files, which are fsync'ed). Without
 either the benchmark is skipped, with the reason.
+A skipped run reports ``target_met`` false: a target not measured is not met.
 Target: the Redis step cost stays flat with the context and under 2x the local cost when no
 compaction is due.
 """
@@ -17,7 +20,6 @@ compaction is due.
 from __future__ import annotations
 
 import asyncio
-import copy
 import multiprocessing
 import os
 import shutil
@@ -30,77 +32,50 @@ import time
 import uuid
 from pathlib import Path
 
-from agentscope.agent import ReActAgent
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg
-from agentscope.tool import Toolkit
+from agentscope_context_ext import DialogStore
 
-from agentscope_context_ext import DialogStore, enable_context_management, get_token_counter
-from agentscope_context_ext.testing import ScriptedChatModel
-
+from ._agents import managed, prefix, qwen_counter, user_message
 from ._data import claude_code_session
-from .b1_hook_overhead import SIZES, SYS_PROMPT, _prefix
+from ._major import agentscope_version
+from .b1_hook_overhead import SIZES
 
 TITLE = "the workspace on Redis vs local files: step cost and dialog appends"
 BODIES = {"1 KB": 1, "60 KB": 60}
+TARGET = "Redis step cost flat with the context, < 2x local when no compaction is due"
+CONFIG = {
+    "max_input_tokens": 1_048_576,
+    "truncation": {"recent_n": 10**6},
+    "long_term_memory": {"enabled": False},
+    "notices": False,
+}
 
 
-def _result(i: int, kb: int) -> Msg:
+def _result(i: int, kb: int) -> str:
     line = "ok GET /api/items status=200 elapsed=12ms payload=" + "x" * 40 + "\n"
-    body = "".join(f"{i}:{n:05d} {line}" for n in range(kb * 1024 // (len(line) + 7)))
-    return Msg(
-        "system",
-        [{"type": "tool_result", "id": f"b9-{uuid.uuid4().hex}", "name": "shell", "output": body}],
-        "system",
-    )
+    return "".join(f"{i}:{n:05d} {line}" for n in range(kb * 1024 // (len(line) + 7)))
 
 
-def _agent() -> ReActAgent:
-    agent = ReActAgent(
-        name="bench",
-        sys_prompt=SYS_PROMPT,
-        model=ScriptedChatModel(["ok"]),
-        formatter=DashScopeChatFormatter(),
-        toolkit=Toolkit(),
-    )
-    agent.set_console_output_enabled(False)
-    return agent
-
-
-async def _steps(context: list[Msg], workspaces: dict[str, str], repeats: int) -> dict:
-    managers = {}
-    for name, workspace in workspaces.items():
-        agent = _agent()
-        await agent.memory.add(copy.deepcopy(context))
-        managers[name] = enable_context_management(
-            agent,
-            {
-                "workspace": workspace,
-                "max_input_tokens": 1_048_576,
-                "truncation": {"recent_n": 10**6},
-                "long_term_memory": {"enabled": False},
-                "notices": False,
-            },
-        )
-    tools = next(iter(managers.values())).agent.toolkit.get_json_schemas()
-    for manager in managers.values():
-        await manager.pipeline.before_reasoning(SYS_PROMPT, tools)  # warm
-    context_tokens = (await next(iter(managers.values())).count()).total
+async def _steps(records: list, workspaces: dict[str, str], repeats: int) -> dict:
+    agents = {
+        name: await managed(records, {"workspace": workspace, **CONFIG})
+        for name, workspace in workspaces.items()
+    }
+    first = next(iter(agents.values()))
+    context_tokens = await first.count()
     samples: dict[tuple[str, str], list[float]] = {
-        (backend, body): [] for backend in managers for body in BODIES
+        (backend, body): [] for backend in agents for body in BODIES
     }
     for i in range(repeats):
         for body, kb in BODIES.items():
-            for backend, manager in managers.items():  # interleaved: A B A B
-                new = _result(i, kb)
-                await manager.agent.memory.add(new)
+            for backend, agent in agents.items():  # interleaved: A B A B
+                await agent.add_result(f"b9-{uuid.uuid4().hex}", _result(i, kb))
                 started = time.perf_counter()
-                await manager.pipeline.before_reasoning(SYS_PROMPT, tools)
+                await agent.step()
                 samples[(backend, body)].append(time.perf_counter() - started)
-                await manager.agent.memory.delete([new.id])
-    for manager in managers.values():
-        manager.detach()
-    row = {"context_tokens": context_tokens, "messages": len(context)}
+                await agent.remove_added()
+    row = {"context_tokens": context_tokens, "records": len(records), "messages": first.messages}
+    for agent in agents.values():
+        agent.close()
     for (backend, body), values in samples.items():
         row[f"{backend} {body}"] = statistics.median(values)
     return row
@@ -108,7 +83,7 @@ async def _steps(context: list[Msg], workspaces: dict[str, str], repeats: int) -
 
 def _append_worker(workspace: str, appends: int, ready, start, done) -> None:
     store = DialogStore(workspace)
-    batch = [Msg("user", "y" * 2000, "user") for _ in range(10)]
+    batch = [user_message("y" * 2000) for _ in range(10)]
     ready.put(os.getpid())
     start.wait()
     for _ in range(appends):
@@ -167,10 +142,16 @@ def run(quick: bool = False) -> dict:
     if base is None:
         if server is not None:
             server.kill()
-        return {"id": "B9", "what": TITLE, "skipped": problem, "target": "", "target_met": True}
+        return {
+            "id": "B9",
+            "what": TITLE,
+            "skipped": problem,
+            "target": TARGET,
+            "target_met": False,
+        }
     try:
-        counter = get_token_counter("qwen")
-        msgs = claude_code_session()
+        counter = qwen_counter()
+        records = claude_code_session()
         repeats = 7 if quick else 21
         rows = []
         with tempfile.TemporaryDirectory() as folder:
@@ -180,7 +161,7 @@ def run(quick: bool = False) -> dict:
                     "local": str(Path(folder) / run_id),
                     "redis": f"{base.split('?')[0]}?prefix=b9-{run_id}",
                 }
-                row = asyncio.run(_steps(_prefix(msgs, size, counter), workspaces, repeats))
+                row = asyncio.run(_steps(prefix(records, size, counter), workspaces, repeats))
                 for body in BODIES:
                     row[f"ratio {body}"] = round(row[f"redis {body}"] / row[f"local {body}"], 2)
                 rows.append(row)
@@ -203,11 +184,12 @@ def run(quick: bool = False) -> dict:
     return {
         "id": "B9",
         "what": TITLE,
+        "agentscope_version": agentscope_version(),
         "rows": rows,
         "appends_per_second": throughput,
         "redis_growth_128k_over_8k": round(flat, 2),
         "worst_ratio_no_save": worst,
-        "target": "Redis step cost flat with the context, < 2x local when no compaction is due",
+        "target": TARGET,
         "target_met": worst < 2 and flat < 4,
     }
 
@@ -217,6 +199,8 @@ def table(record: dict) -> str:
     if record.get("skipped"):
         return f"skipped: {record['skipped']}"
     lines = [
+        f"AgentScope {record.get('agentscope_version', '?')}",
+        "",
         "| context tokens | local 1 KB (ms) | Redis 1 KB (ms) | ratio | local 60 KB (ms) | Redis 60 KB (ms) | ratio |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
