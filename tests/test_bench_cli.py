@@ -1,31 +1,84 @@
-"""``python -m bench`` on either AgentScope major: a benchmark for the other one is skipped."""
+"""``python -m bench`` on either AgentScope major: a benchmark that could not run is reported
+skipped and never counted as met (its record says ``target_met: false``, the summary lists it,
+the exit status is not 0)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from agentscope_context_ext.compat import agentscope_major, agentscope_version
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # bench/ is the repository's, not the package's
+    sys.path.insert(0, str(REPO))
+
+from bench.__main__ import BENCHMARKS, status, summary  # noqa: E402
+from bench._major import agentscope_major, agentscope_version  # noqa: E402
 
 
-def test_a_benchmark_for_the_other_major_is_reported_skipped(tmp_path):
-    # B1 imports 1.x's ReActAgent at module level, B8 needs 2.x's Agent: on the other major
-    # neither may be imported, let alone run.
-    other = "B1" if agentscope_major() >= 2 else "B8"
+def _bench(
+    tmp_path: Path, *ids: str, env: dict | None = None
+) -> tuple[subprocess.CompletedProcess, dict]:
     out = tmp_path / "results.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--only", other, "--out", str(out)],
+        [sys.executable, "-m", "bench", "--only", *ids, "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
+        env=env,
     )
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
+    return done, json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_a_benchmark_for_the_other_major_is_skipped_and_not_met(tmp_path):
+    # Its module is not even imported (B7 drives 1.x's ReActAgent, B8 2.x's Agent).
+    others = [
+        b for b, (_, major) in BENCHMARKS.items() if major not in (None, min(agentscope_major(), 2))
+    ]
+    if not others:
+        pytest.skip("every benchmark runs on this AgentScope major")
+    other = others[0]
+    done, results = _bench(tmp_path, other)
+    assert "Traceback" not in done.stderr, done.stderr
     assert f"## {other}: skipped (needs AgentScope" in done.stdout
-    record = json.loads(out.read_text(encoding="utf-8"))[other]
+    record = results[other]
     assert record["skipped"].endswith(f"{agentscope_version()} is installed")
+    assert record["target_met"] is False
+    assert results["meta"]["summary"] == {other: "skipped"}
+    assert "targets met: 0 of 1" in done.stdout
+    assert f"skipped (not measured, not met): {other}" in done.stdout
+    assert done.returncode == 1
+
+
+def test_b9_without_a_redis_server_is_skipped_and_not_met(tmp_path):
+    # No ACE_REDIS_URL and no redis-server on the PATH: B9 cannot run.
+    env = {k: v for k, v in os.environ.items() if k != "ACE_REDIS_URL"}
+    env["PATH"] = str(tmp_path)
+    done, results = _bench(tmp_path, "B9", env=env)
+    assert "Traceback" not in done.stderr, done.stderr
+    record = results["B9"]
+    assert "no Redis server" in record["skipped"]
+    assert record["target_met"] is False
+    assert "skipped (not measured, not met): B9" in done.stdout
+    assert done.returncode == 1
+
+
+def test_a_skipped_or_failed_record_never_counts_as_met():
+    results = {
+        "B1": {"target_met": True},
+        "B2": {"target_met": False},
+        "B3": {"skipped": "no data", "target_met": True},  # a module that says so anyway
+        "B4": {"error": "RuntimeError()", "target_met": True},
+    }
+    assert [status(r) for r in results.values()] == ["met", "NOT met", "skipped", "failed"]
+    assert summary(results).splitlines() == [
+        "targets met: 1 of 4",
+        "NOT met: B2",
+        "skipped (not measured, not met): B3",
+        "failed: B4",
+    ]
