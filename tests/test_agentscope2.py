@@ -105,7 +105,10 @@ def output(block: ToolResultBlock) -> str:
 
 
 async def test_the_public_names_resolve_to_the_2x_adapter():
-    assert ace.ContextManager.__module__.endswith("agentscope2._manager")
+    from agentscope_context_ext.agentscope2 import AgentManager
+
+    assert ace.ContextMiddleware.__module__.endswith("agentscope2._middleware")
+    assert issubclass(AgentManager, ace.ContextManager)  # the core's, one for both majors
     assert ace.enable_context_management is enable_context_management
     with pytest.raises(AttributeError, match=r"1\.x integration"):
         _ = ace.ContextMemory

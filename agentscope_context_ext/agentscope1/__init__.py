@@ -11,14 +11,15 @@ agent files, the tests): :class:`ManagedAgent`, the scripted model, ``replay_tra
 ``consolidate``, the tools, the dialog codec.
 """
 
+from ..core.manager import ContextManager
 from ._agent import ContextReActAgent
 from ._agent_file import MODEL_APIS, build_agent, build_model
 from ._attachment import Attachment, adopt_memory
 from ._context import MemoryPort
 from ._convert import DialogStore, MsgCodec, as_tool, output_text, to_view, to_views
-from ._longterm import LongTermMemoryService, agent_runner, consolidate
+from ._longterm import agent_runner, consolidate
 from ._managed import SESSIONS_DIRNAME, ManagedAgent
-from ._manager import HOOK_NAME, ContextManager, enable_context_management
+from ._manager import HOOK_NAME, ReActAgentManager, enable_context_management
 from ._memory import ContextMemory
 from ._messages import META_KEY, has_tool_results, result_state
 from ._model import model_call, named_model
@@ -41,11 +42,11 @@ __all__ = [
     "ContextMemory",
     "ContextReActAgent",
     "DialogStore",
-    "LongTermMemoryService",
     "ManagedAgent",
     "MemoryPort",
     "ModelCall",
     "MsgCodec",
+    "ReActAgentManager",
     "Reply",
     "ScriptedChatModel",
     "TokenCounter",

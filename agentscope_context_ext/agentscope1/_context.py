@@ -9,6 +9,7 @@ what is sent. Tool results are read into slots (their truncation state lives in 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -69,6 +70,9 @@ class MemoryPort:
 
     def drain_changes(self) -> tuple[int, set[str], set[str]]:
         return self.memory.drain_changes()
+
+    def one_step(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()  # the memory keeps its own change log
 
     # ------------------------------------------------------------ tool results
 

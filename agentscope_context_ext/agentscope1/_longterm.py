@@ -1,5 +1,5 @@
 """Long-term memory on a 1.x agent (design §7): the Summarizer and consolidation agents as
-``ReActAgent``\\ s, and the service that wires the core's long-term memory to one managed agent.
+``ReActAgent``\\ s (the core's long-term memory, wired by the manager, runs them).
 
 ``Memory.md`` reaches the model as a head message of the agent's ``ContextMemory``, never
 through the system prompt: ``ReActAgent`` saves its system prompt as state, and the file's text
@@ -21,20 +21,17 @@ from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 from agentscope.tool import Toolkit
 
-from ..core.config import ContextConfig
 from ..core.longterm import (
     CONSOLIDATOR_MAX_ITERS,
     AgentRunner,
     ConsolidationResult,
     LongTermMemory,
-    LongTermService,
 )
 from ..core.longterm import consolidate as core_consolidate
 from ..core.workspace import Storage
-from ._convert import as_tool, to_views
-from ._memory import ContextMemory
+from ._convert import as_tool
 
-__all__ = ["LongTermMemoryService", "agent_runner", "consolidate"]
+__all__ = ["agent_runner", "consolidate"]
 
 Emit = Callable[..., Awaitable[Any]]
 
@@ -97,46 +94,3 @@ async def consolidate(
         now=now,
         on_write=on_write,
     )
-
-
-class LongTermMemoryService(LongTermService):
-    """The long-term memory of one managed 1.x agent (the core :class:`LongTermService`):
-    ``Memory.md`` at the head of its ``ContextMemory``, the Summarizer and the consolidator as
-    :class:`BackgroundAgent`\\ s on ``model``.
-
-    Args:
-        config (`ContextConfig`): The configuration in force.
-        workspace (`Path | Storage`): The workspace.
-        context_memory (`ContextMemory`): The agent's memory (shows ``Memory.md``).
-        model (`ChatModelBase`): Model of the Summarizer and the consolidation agent.
-        formatter (`FormatterBase`): Their formatter.
-        count_text (`Callable[[str], int]`): Token counter, to bound ``Memory.md``.
-        emit (`Callable[..., Awaitable]`): The manager's event emitter.
-    """
-
-    def __init__(
-        self,
-        config: ContextConfig,
-        workspace: Path | Storage,
-        context_memory: ContextMemory,
-        model: ChatModelBase,
-        formatter: FormatterBase,
-        count_text: Callable[[str], int],
-        emit: Emit,
-    ) -> None:
-        self.context_memory = context_memory
-        self.model = model
-        self.formatter = formatter
-        super().__init__(
-            config,
-            workspace,
-            lambda name, max_iters: agent_runner(model, formatter, name, max_iters),
-            count_text,
-            emit,
-            show=context_memory.set_long_term,
-            views=to_views,
-        )
-
-    def agent_tools(self) -> list[Callable]:
-        """The memory tools for the agent as 1.x tool functions."""
-        return [as_tool(tool) for tool in self.memory_tools()]

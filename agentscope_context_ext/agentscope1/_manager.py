@@ -1,4 +1,4 @@
-"""One call enables everything on an existing 1.x agent (design §1, 9).
+"""One call enables everything on an existing 1.x agent (design §1, §9).
 
 .. code-block:: python
 
@@ -9,12 +9,13 @@
     print(manager.stats.as_dict())
     manager.detach()  # the agent as it was, holding what it knows now
 
-Every change goes through the agent's public API and is recorded by an :class:`Attachment`:
-``agent.memory`` becomes a :class:`ContextMemory` holding the same messages, two instance hooks
-(``post_acting``: stage one; ``pre_reasoning`` or ``pre_reply``: the pipeline), the tools
-``read_file``, ``read_dialog``, ``search_dialog`` (and the memory tools), a usage tap on the
-model, and the agent's own ``compression_config`` off. :meth:`ContextManager.detach` undoes
-them all. Nothing is monkey-patched.
+The core's :class:`~agentscope_context_ext.core.manager.ContextManager` does the work; this
+adapter adds what 1.x needs, each change made through the agent's public API and recorded by an
+:class:`Attachment`: ``agent.memory`` becomes a :class:`ContextMemory` holding the same
+messages, two instance hooks (``post_acting``: stage one; ``pre_reasoning`` or ``pre_reply``:
+what runs before a model call), the tools, a usage tap on the model, and the agent's own
+``compression_config`` off. :meth:`ReActAgentManager.detach` undoes them all. Nothing is
+monkey-patched.
 """
 
 from __future__ import annotations
@@ -29,28 +30,24 @@ from agentscope.message import Msg
 from agentscope.model import ChatModelBase
 
 from ..core.config import ContextConfig
-from ..core.errors import ConfigError, ContextExtError
+from ..core.errors import ContextExtError
 from ..core.events import EventBus
-from ..core.longterm import (
-    NOTES_DIRNAME,
-)
-from ..core.manager import ManagerBase
-from ..core.pipeline import build_pipeline
+from ..core.longterm import NOTES_DIRNAME
+from ..core.manager import ContextManager, LongTermHooks, resolve_window
 from ..core.provider_errors import LengthRejection
 from ..core.tokens import known_max_input_tokens
-from ..core.workspace import ToolResultStore, open_workspace
+from ..core.workspace import open_workspace
 from ._attachment import Attachment, adopt_memory
 from ._context import MemoryPort
-from ._convert import DialogStore
+from ._convert import DialogStore, as_tool
 from ._hooks import PipelineHooks
-from ._longterm import LongTermMemoryService
+from ._longterm import agent_runner
 from ._model import model_call, named_model
 from ._tokens import get_token_counter
 from ._tool_middleware import StageOneMiddleware
-from ._tools import make_dialog_tools, make_read_file_tool
 from ._usage import UsageTap
 
-__all__ = ["HOOK_NAME", "ContextManager", "enable_context_management"]
+__all__ = ["HOOK_NAME", "ReActAgentManager", "enable_context_management"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -58,16 +55,12 @@ HOOK_NAME = "agentscope_context_ext"
 NOTICE_NAME = "context"
 
 
-class ContextManager(ManagerBase):
-    """The extension attached to one agent. Built by :func:`enable_context_management`.
+class ReActAgentManager(ContextManager):
+    """The extension attached to one 1.x agent. Built by :func:`enable_context_management`.
 
     Attributes:
         agent: The managed agent.
-        config (`ContextConfig`): The configuration in force.
         memory (`ContextMemory`): The agent's memory (also ``agent.memory``).
-        workspace (`Path | str`): The workspace folder (or the Redis URL, password hidden).
-        storage (`Storage`): Where the workspace's data lives.
-        max_input_tokens (`int`): The window the pipeline manages.
         attachment (`Attachment`): Every change made to the agent (``detach()`` undoes them).
     """
 
@@ -79,22 +72,15 @@ class ContextManager(ManagerBase):
         compaction_formatter: FormatterBase | None = None,
     ) -> None:
         self.agent = agent
-        self.config = config
-        model_name = getattr(agent.model, "model_name", None)
-        self.max_input_tokens = config.max_input_tokens or known_max_input_tokens(model_name)
-        budget_error = config.compaction.summary_budget_error(self.max_input_tokens)
-        if budget_error:  # the window came from the model's name
-            raise ConfigError(f"{budget_error} (the window of {model_name or 'the model'})")
+        name = getattr(agent.model, "model_name", None)
+        window = resolve_window(config, None, name)
         extra = (NOTES_DIRNAME,) if config.long_term_memory.enabled else ()
-        self.workspace, self.storage = open_workspace(config.workspace, extra)
-        self.counter = get_token_counter(
-            config.tokenizer, model_name=model_name, media_token_cost=config.media_token_cost
+        workspace, storage = open_workspace(config.workspace, extra)
+        counter = get_token_counter(
+            config.tokenizer, model_name=name, media_token_cost=config.media_token_cost
         )
-        self.bus = EventBus()
         self.attachment = Attachment(agent)
         self.memory = adopt_memory(agent.memory)
-        self.tool_result_store = ToolResultStore(self.storage, ttl_days=config.truncation.ttl_days)
-        self.dialog_store = DialogStore(self.storage)
         # Resolved before the model is wrapped: summaries go to the real model, so their usage
         # is never mistaken for the agent's.
         summary_model = (
@@ -102,47 +88,35 @@ class ContextManager(ManagerBase):
             if config.compaction.model == "extractive"
             else compaction_model or named_model(agent.model, config.compaction.model)
         )
-        self.port = MemoryPort(self.memory, agent.formatter, self.counter)
-        self.pipeline = build_pipeline(
+        long_term_model = named_model(agent.model, config.long_term_memory.model)
+        super().__init__(
             config,
-            self.port,
-            self.counter,
-            dialog_store=self.dialog_store,
-            tool_result_store=self.tool_result_store,
-            bus=self.bus,
-            max_input_tokens=self.max_input_tokens,
-            call_model=(
+            port=MemoryPort(self.memory, agent.formatter, counter),
+            counter=counter,
+            max_input_tokens=window,
+            workspace=workspace,
+            storage=storage,
+            dialog_store=DialogStore(storage),
+            bus=EventBus(),
+            summary_call=(
                 model_call(summary_model, compaction_formatter or agent.formatter)
                 if summary_model is not None
                 else None
             ),
-            compaction_window=(
-                self.max_input_tokens
+            summary_window=(
+                None
                 if summary_model is None or summary_model is agent.model
                 else known_max_input_tokens(getattr(summary_model, "model_name", None))
             ),
             notify=self._print_notice,
+            long_term=LongTermHooks(
+                runner=lambda role, max_iters: agent_runner(
+                    long_term_model, agent.formatter, role, max_iters
+                ),
+                show=self.memory.set_long_term,
+            ),
         )
-        self.long_term_service: LongTermMemoryService | None = None
-        if config.long_term_memory.enabled:
-            self.long_term_service = LongTermMemoryService(
-                config,
-                self.storage,
-                self.memory,
-                named_model(agent.model, config.long_term_memory.model),
-                agent.formatter,
-                self.counter.count_text,
-                self.bus.emit,
-            )
-            if self.long_term_service.summarizer is not None:
-                self.pipeline.parts.compaction.on_compacted = self.long_term_service.on_compacted
-        self.hooks = PipelineHooks(
-            agent,
-            self.pipeline,
-            self.bus.stats,
-            self.memory,
-            self.long_term_service,
-        )
+        self.hooks = PipelineHooks(self, self.memory)
         self._attach()
 
     def _attach(self) -> None:
@@ -163,21 +137,8 @@ class ContextManager(ManagerBase):
                 agent.model, self._usage_seen, self.offered_tools, self._prompt_after_rejection
             ),
         )
-        if config.tools.read_file:
-            attachment.register_tool(
-                make_read_file_tool(
-                    self.workspace if isinstance(self.workspace, Path) else self.storage,
-                    config.truncation,
-                    config.tools.allowed_roots,
-                    max_bytes_cap=config.truncation.read_file_max_bytes(self.max_input_tokens),
-                )
-            )
-        if config.tools.dialog:
-            for tool in make_dialog_tools(self.dialog_store):
-                attachment.register_tool(tool)
-        if self.long_term_service is not None:
-            for tool in self.long_term_service.agent_tools():
-                attachment.register_tool(tool)
+        for _, tool in self.tools():
+            attachment.register_tool(as_tool(tool))
         # The post-tool hook: inside the tool call, so the console and Studio see the cut too;
         # post_acting catches what did not pass through the toolkit's middleware.
         attachment.register_toolkit_middleware(
@@ -192,8 +153,15 @@ class ContextManager(ManagerBase):
     # ---------------------------------------------------------------- public
 
     async def prompt_parts(self) -> tuple[str, list[dict]]:
-        """The agent's system prompt and tool schemas now."""
-        return self.hooks.sys_prompt(), self.hooks.tool_schemas()
+        """The agent's system prompt and every tool schema of its toolkit now."""
+        return self.sys_prompt(), self.agent.toolkit.get_json_schemas()
+
+    def sys_prompt(self) -> str:
+        """The agent's system prompt now."""
+        try:
+            return str(self.agent.sys_prompt or "")
+        except Exception:  # noqa: BLE001 - a property that fails must not stop the check
+            return ""
 
     def detach(self) -> None:
         """Undo every change this manager made to the agent: the original memory object comes
@@ -201,8 +169,7 @@ class ContextManager(ManagerBase):
         the model and ``compression_config`` are the agent's own again."""
         if self.attachment.detached:
             return
-        if self.long_term_service is not None:
-            self.long_term_service.close()
+        self.close_long_term()
         self.attachment.detach()
 
     close = detach
@@ -211,18 +178,18 @@ class ContextManager(ManagerBase):
     # --------------------------------------------------------------- helpers
 
     async def _usage_seen(self, tokens: int, tools: list[dict] | None, tool_choice: Any) -> None:
-        await self.record_usage(tokens, (self.hooks.sys_prompt(), tools or []), tool_choice)
+        await self.record_usage(tokens, (self.sys_prompt(), tools or []), tool_choice)
 
     async def _prompt_after_rejection(self, rejection: LengthRejection) -> list[dict]:
         """The provider rejected a reasoning call for its length: compact, and the prompt
         formatted again as ``ReActAgent._reasoning`` formats it, for one retry."""
+        await self.recover_overflow(rejection)
         started = time.perf_counter()
         try:
-            await self.recover_overflow(rejection)
+            msgs = [Msg("system", self.sys_prompt(), "system"), *await self.memory.get_memory()]
+            return await self.agent.formatter.format(msgs)
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
-        msgs = [Msg("system", self.hooks.sys_prompt(), "system"), *await self.memory.get_memory()]
-        return await self.agent.formatter.format(msgs)
 
     async def _print_notice(self, text: str) -> None:
         # A status message for the console and AgentScope Studio; never stored in memory.
@@ -235,7 +202,7 @@ def enable_context_management(
     *,
     compaction_model: ChatModelBase | None = None,
     compaction_formatter: FormatterBase | None = None,
-) -> ContextManager:
+) -> ReActAgentManager:
     """Turn on context management for a ``ReActAgent``.
 
     Args:
@@ -248,7 +215,8 @@ def enable_context_management(
         compaction_formatter (`FormatterBase | None`): Its formatter; default: the agent's.
 
     Returns:
-        `ContextManager`: ``compact_now()``, ``stats``, ``subscribe()``, ``detach()``.
+        `ReActAgentManager`: a ``ContextManager`` with ``compact_now()``, ``stats``,
+        ``subscribe()``, ``detach()``.
 
     Raises:
         `ConfigError`: The configuration is invalid (the message names the key).
@@ -265,4 +233,4 @@ def enable_context_management(
         raise ContextExtError(
             "context management is already enabled on this agent; call detach() first"
         )
-    return ContextManager(agent, resolved, compaction_model, compaction_formatter)
+    return ReActAgentManager(agent, resolved, compaction_model, compaction_formatter)

@@ -105,7 +105,8 @@ async def replay_transcript(
             prompt = await agent.formatter.format(
                 [Msg("system", agent.sys_prompt, "system"), *await agent.memory.get_memory()]
             )
-            tokens = counter.count_formatted(prompt, manager.hooks.tool_schemas())
+            tools = manager.offered_tools(agent.toolkit.get_json_schemas())
+            tokens = counter.count_formatted(prompt, tools)
             rendered = [
                 json.dumps(m, ensure_ascii=False, sort_keys=True, default=str) for m in prompt
             ]

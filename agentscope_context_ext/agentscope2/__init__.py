@@ -12,13 +12,15 @@ agent files, the tests): :class:`ManagedAgent`, the scripted model, ``replay_tra
 ``consolidate``, the tools, the dialog codec.
 """
 
+from ..core.manager import ContextManager
 from ..core.tokens import TokenCounter, get_token_counter
 from ._agent_file import MODEL_APIS, build_agent, build_model
 from ._context import META_KEY, StatePort, result_record
 from ._convert import DialogStore, MsgCodec, Segment, output_text, segments, to_view, to_views
-from ._longterm import LongTermMemoryService, agent_runner, consolidate
+from ._longterm import agent_runner, consolidate
 from ._managed import SESSIONS_DIRNAME, ManagedAgent
-from ._manager import ContextManager, ContextMiddleware, enable_context_management
+from ._manager import AgentManager
+from ._middleware import ContextMiddleware, enable_context_management
 from ._model import model_call, model_name, named_model
 from ._offloader import ContextOffloader
 from ._records import records_to_msgs
@@ -31,11 +33,11 @@ __all__ = [
     "META_KEY",
     "MODEL_APIS",
     "SESSIONS_DIRNAME",
+    "AgentManager",
     "ContextManager",
     "ContextMiddleware",
     "ContextOffloader",
     "DialogStore",
-    "LongTermMemoryService",
     "ManagedAgent",
     "ModelCall",
     "MsgCodec",

@@ -44,7 +44,7 @@ from ..core.errors import ConfigError
 from ..core.model_servers import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
 from ..core.openai_compatible import string_content
 from ..core.tools import make_explorer_functions
-from ._manager import ContextMiddleware
+from ._middleware import ContextMiddleware
 from ._tools import as_tool
 
 __all__ = [

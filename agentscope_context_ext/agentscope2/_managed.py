@@ -20,9 +20,10 @@ from agentscope.state import AgentState
 from agentscope.tool import Toolkit
 
 from ..core.config import ContextConfig
+from ..core.manager import ContextManager
 from ..core.messages import Message
 from ._convert import to_view
-from ._manager import ContextManager, ContextMiddleware
+from ._middleware import ContextMiddleware
 from ._tools import as_tool
 
 __all__ = ["SESSIONS_DIRNAME", "ManagedAgent"]

@@ -42,7 +42,7 @@ from ..core.transcripts import (
     prompt_pair_violations,
     replay_config,
 )
-from ._manager import ContextMiddleware
+from ._middleware import ContextMiddleware
 from ._records import output_of, record_blocks
 from ._recovery import recovery_problems
 from ._scripted_model import ScriptedChatModel

@@ -1,33 +1,223 @@
-"""What every adapter's ``ContextManager`` offers, whatever the framework: stats and events,
-compacting and counting now, long-term memory. An adapter subclasses :class:`ManagerBase` and
-says how to read the prompt's system text and tool schemas (:meth:`ManagerBase.prompt_parts`).
+"""``ContextManager``: the extension attached to one agent, whatever the framework.
+
+The one assembly both adapters call: from the adapter's port (its agent's messages), token
+counter and workspace it builds the pipeline, long-term memory (which listens for compactions on
+the event bus) and the tool list, and it owns the policy run before every model call
+(:meth:`ContextManager.before_model_call`). What an adapter adds is only what its AgentScope
+needs: how to reach the agent's messages and prompt (the port, :meth:`prompt_parts`), how to
+wrap a tool, where ``Memory.md`` is shown, and its hooks or middleware.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .events import ContextEvent, ContextStats, EventBus
-from .longterm import ConsolidationResult, LongTermMemory, LongTermService, SummarizerService
-from .pipeline import DIALOG_TOOL_NAMES, ContextPipeline, PromptCount, tool_name
+from .config import ContextConfig
+from .errors import ConfigError, ContextOverflowError, WorkspaceWriteError
+from .events import ContextEvent, ContextStats, ContextWarning, EventBus
+from .longterm import (
+    AgentRunner,
+    ConsolidationResult,
+    LongTermMemory,
+    LongTermService,
+    SummarizerService,
+)
+from .pipeline import (
+    DIALOG_TOOL_NAMES,
+    CallModel,
+    ContextPort,
+    PromptCount,
+    build_pipeline,
+    tool_name,
+)
 from .provider_errors import LengthRejection
+from .tokens import TokenCounter, known_max_input_tokens
+from .tools import make_dialog_tools, make_read_file
+from .workspace import DialogStore, Storage, ToolResultStore
 
-__all__ = ["DIALOG_TOOL_NAMES", "ManagerBase"]
+__all__ = ["DIALOG_TOOL_NAMES", "ContextManager", "LongTermHooks", "resolve_window"]
+
+logger = logging.getLogger("agentscope_context_ext")
+
+CoreTool = Callable[..., Awaitable[str]]
+Notify = Callable[[str], Awaitable[None]]
 
 
-class ManagerBase(ABC):
-    """The public side of a manager (set ``bus``, ``pipeline`` and ``long_term_service``)."""
+@dataclass
+class LongTermHooks:
+    """What long-term memory needs of an adapter."""
 
-    bus: EventBus
-    pipeline: ContextPipeline
-    long_term_service: LongTermService | None
+    runner: Callable[[str, int], AgentRunner]
+    """``runner(name, max_iters)``: an agent of the framework (the Summarizer, the
+    consolidator) on the long-term memory's model."""
+    show: Callable[[str | None], None]
+    """Puts the ``Memory.md`` block where the model sees it (``None``: take it away)."""
+
+
+def resolve_window(config: ContextConfig, model_window: int | None, model_name: str | None) -> int:
+    """The window the pipeline manages: ``max_input_tokens`` from the config, else the model's
+    own (2.x's ``context_size``), else the known window of its name.
+
+    Raises:
+        `ConfigError`: The summary budget does not fit the window that came from the model.
+    """
+    window = config.max_input_tokens or model_window or known_max_input_tokens(model_name)
+    problem = config.compaction.summary_budget_error(window)
+    if problem:
+        raise ConfigError(f"{problem} (the window of {model_name or 'the model'})")
+    return window
+
+
+class ContextManager(ABC):
+    """The extension attached to one agent: ``stats``, ``subscribe()``, ``compact_now()``,
+    ``count()``, long-term memory. ``enable_context_management`` returns one (the adapter's
+    subclass).
+
+    Args:
+        config (`ContextConfig`): The configuration in force.
+        port (`ContextPort`): The agent's messages, as the pipeline sees them.
+        counter (`TokenCounter`): The vocabulary to count with.
+        max_input_tokens (`int`): The window (:func:`resolve_window`).
+        workspace (`Path | str`): The workspace folder (or the Redis URL, password hidden).
+        storage (`Storage`): Where the workspace's data lives.
+        dialog_store (`DialogStore`): ``dialog/``, with the adapter's codec.
+        tool_result_store (`ToolResultStore | None`): ``tool_result/`` (default: a new one on
+            ``storage``; an adapter whose offloader saves there passes the same one).
+        bus (`EventBus`): Where events go.
+        summary_call (`CallModel | None`): The compaction model; ``None`` summarises by
+            extraction.
+        summary_window (`int | None`): The compaction model's window (default: the agent's).
+        notify (`Callable | None`): Prints a compaction notice.
+        long_term (`LongTermHooks | None`): The adapter's part of long-term memory (``None``:
+            off, whatever the config says).
+
+    Attributes:
+        pipeline (`ContextPipeline`): The steps run before every model call.
+        long_term_service (`LongTermService | None`): Long-term memory, when on.
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig,
+        *,
+        port: ContextPort,
+        counter: TokenCounter,
+        max_input_tokens: int,
+        workspace: Path | str,
+        storage: Storage,
+        dialog_store: DialogStore,
+        bus: EventBus,
+        tool_result_store: ToolResultStore | None = None,
+        summary_call: CallModel | None = None,
+        summary_window: int | None = None,
+        notify: Notify | None = None,
+        long_term: LongTermHooks | None = None,
+    ) -> None:
+        self.config = config
+        self.port = port
+        self.counter = counter
+        self.max_input_tokens = max_input_tokens
+        self.workspace = workspace
+        self.storage = storage
+        self.dialog_store = dialog_store
+        self.bus = bus
+        self.tool_result_store = tool_result_store or ToolResultStore(
+            storage, ttl_days=config.truncation.ttl_days
+        )
+        self.pipeline = build_pipeline(
+            config,
+            port,
+            counter,
+            dialog_store=dialog_store,
+            tool_result_store=self.tool_result_store,
+            bus=bus,
+            max_input_tokens=max_input_tokens,
+            call_model=summary_call,
+            compaction_window=summary_window,
+            notify=notify,
+        )
+        self.long_term_service: LongTermService | None = None
+        if config.long_term_memory.enabled and long_term is not None:
+            self.long_term_service = LongTermService(
+                config,
+                workspace if isinstance(workspace, Path) else storage,
+                long_term.runner,
+                counter.count_text,
+                bus.emit,
+                long_term.show,
+            )
+            # The Summarizer reads what each compaction removed, from the event.
+            bus.subscribe(self.long_term_service.on_event)
+
+    # ------------------------------------------------------------ for the adapter
 
     @abstractmethod
     async def prompt_parts(self) -> tuple[str, list[dict]]:
         """The system prompt and every tool schema of the agent now (the pipeline counts those
         the model is shown, :meth:`offered_tools`)."""
+
+    async def prepare_step(self) -> None:  # noqa: B027 - a hook, empty unless overridden
+        """What the adapter's framework needs done before the pipeline's step (nothing here;
+        2.x: its own image limit, which its compression would run and ours replaces)."""
+
+    def tools(self) -> list[tuple[str, CoreTool]]:
+        """This package's tools for the agent, as core functions (async, returning text) with
+        the ``tools.*`` key that turns each off: ``read_file``, the dialog tools, the memory
+        tools, as the config allows. The adapter wraps them as its framework's tools."""
+        config = self.config
+        tools: list[tuple[str, CoreTool]] = []
+        if config.tools.read_file:
+            reader = make_read_file(
+                self.workspace if isinstance(self.workspace, Path) else self.storage,
+                config.truncation,
+                config.tools.allowed_roots,
+                max_bytes_cap=config.truncation.read_file_max_bytes(self.max_input_tokens),
+            )
+            tools.append(("read_file", reader))
+        if config.tools.dialog:
+            tools += [("dialog", tool) for tool in make_dialog_tools(self.dialog_store)]
+        if self.long_term_service is not None:
+            tools += [("memory", tool) for tool in self.long_term_service.memory_tools()]
+        return tools
+
+    async def before_model_call(self, forced: bool = False, instruction: str | None = None) -> None:
+        """What runs before every model call (or a compaction asked for now, ``forced``):
+        long-term memory started and ``Memory.md`` shown as it is now, then the pipeline. A
+        step that fails is a ``warning`` and the call goes on; a prompt that would go over the
+        window is refused (``WorkspaceWriteError``, ``ContextOverflowError``) to the caller.
+        The time is added to ``stats.hook_seconds``."""
+        started = time.perf_counter()
+        try:
+            service = self.long_term_service
+            if service is not None:
+                try:
+                    service.start()
+                    service.refresh()
+                except Exception as exc:  # noqa: BLE001 - e.g. the workspace server is away
+                    await self.bus.emit(
+                        ContextWarning(where="long_term_memory", error=repr(exc)[:300])
+                    )
+            await self.prepare_step()
+            sys_prompt, tools = await self.prompt_parts()
+            try:
+                with self.port.one_step():
+                    if forced:
+                        await self.pipeline.compact(sys_prompt, tools, instruction, force=True)
+                    else:
+                        await self.pipeline.before_reasoning(sys_prompt, tools)
+            except (WorkspaceWriteError, ContextOverflowError):
+                raise  # the prompt would exceed the window: the caller must know
+            except Exception as exc:
+                logger.exception("context pipeline failed")
+                await self.bus.emit(ContextWarning(where="pipeline", error=repr(exc)[:300]))
+        finally:
+            self.stats.hook_seconds += time.perf_counter() - started
 
     def offered_tools(self, schemas: list[dict]) -> list[dict]:
         """``schemas`` as the model should see them: without ``read_dialog`` and
@@ -60,9 +250,15 @@ class ManagerBase(ABC):
     async def recover_overflow(self, rejection: LengthRejection) -> PromptCount:
         """The provider rejected a call for its length: compact for one retry and learn the
         gap (``ContextPipeline.recover_overflow``). Raises ``ContextOverflowError`` when the
-        prompt still cannot fit."""
-        sys_prompt, tools = await self.prompt_parts()
-        return await self.pipeline.recover_overflow(sys_prompt, tools, rejection)
+        prompt still cannot fit. The time counts as hook time."""
+        started = time.perf_counter()
+        try:
+            sys_prompt, tools = await self.prompt_parts()
+            return await self.pipeline.recover_overflow(sys_prompt, tools, rejection)
+        finally:
+            self.stats.hook_seconds += time.perf_counter() - started
+
+    # ---------------------------------------------------------------- public
 
     @property
     def stats(self) -> ContextStats:
@@ -81,7 +277,7 @@ class ManagerBase(ABC):
                 "keep every SQL query verbatim".
 
         Returns:
-            `PromptCount`: The prompt's token count afterwards.
+            `PromptCount`: The prompt's token count afterwards, as the model will get it.
         """
         sys_prompt, tools = await self.prompt_parts()
         return await self.pipeline.compact(sys_prompt, tools, extra_instruction, force=True)
@@ -111,3 +307,8 @@ class ManagerBase(ABC):
         if self.long_term_service is None:
             return None
         return await self.long_term_service.consolidate()
+
+    def close_long_term(self) -> None:
+        """Stop long-term memory (the scheduler; ``Memory.md`` taken away from the model)."""
+        if self.long_term_service is not None:
+            self.long_term_service.close()

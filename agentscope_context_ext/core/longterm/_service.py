@@ -1,17 +1,17 @@
 """The long-term memory of one managed agent, for any framework: the memory tools, ``Memory.md``
-shown to the model, the Summarizer on every compaction and the daily consolidation. An adapter
-gives it the agents that write (:data:`AgentRunner`), where the ``Memory.md`` block goes, and the
-neutral view of its messages."""
+shown to the model, the Summarizer on every compaction (it listens for ``CompactionFinished``)
+and the daily consolidation. An adapter gives it the agents that write (:data:`AgentRunner`) and
+where the ``Memory.md`` block goes."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from ..config import ContextConfig
-from ..messages import Message
+from ..events import CompactionFinished, Consolidated, ContextEvent, MemoryWritten
 from ..summary import render_for_summary
 from ..workspace import Storage
 from ._consolidation import AgentRunner, ConsolidationResult, consolidate
@@ -43,8 +43,6 @@ class LongTermService:
         emit (`Callable[..., Awaitable]`): The manager's event emitter.
         show (`Callable[[str | None], None]`): Puts the ``Memory.md`` block where the model sees
             it (``None``: take it away).
-        views (`Callable[[Sequence], list[Message]]`): The neutral views of the adapter's
-            messages (what a compaction removed).
     """
 
     def __init__(
@@ -55,7 +53,6 @@ class LongTermService:
         count_text: Callable[[str], int],
         emit: Emit,
         show: Callable[[str | None], None],
-        views: Callable[[Sequence[Any]], list[Message]],
     ) -> None:
         settings = config.long_term_memory
         self.config = config
@@ -63,7 +60,6 @@ class LongTermService:
         self.count_text = count_text
         self.emit = emit
         self.show = show
-        self.views = views
         self.memory = LongTermMemory(workspace, backups_kept=settings.backups_kept)
         self.summarizer: SummarizerService | None = None
         self.scheduler: ConsolidationScheduler | None = None
@@ -123,10 +119,11 @@ class LongTermService:
             )
         )
 
-    async def on_compacted(self, msgs: list[Any]) -> None:
-        """Give the messages a compaction removed to the Summarizer (in the background)."""
-        if self.summarizer is not None:
-            self.summarizer.submit(render_for_summary(self.views(msgs)))
+    def on_event(self, event: ContextEvent) -> None:
+        """Listens to the manager's events: the messages each compaction removed go to the
+        Summarizer (in the background)."""
+        if isinstance(event, CompactionFinished) and self.summarizer is not None:
+            self.summarizer.submit(render_for_summary(list(event.messages)))
 
     async def drain(self) -> None:
         """Wait for every pending Summarizer job."""
@@ -142,11 +139,12 @@ class LongTermService:
             on_write=self._written,
         )
         await self.emit(
-            "consolidated",
-            status=result.status,
-            notes=result.notes,
-            backup=result.backup,
-            bytes=result.bytes_after,
+            Consolidated(
+                status=result.status,
+                notes=tuple(result.notes),
+                backup=result.backup,
+                bytes=result.bytes_after,
+            )
         )
         return result
 
@@ -157,4 +155,4 @@ class LongTermService:
         self.show(None)
 
     async def _written(self, tool: str, details: dict[str, Any]) -> None:
-        await self.emit("memory_written", tool=tool, **details)
+        await self.emit(MemoryWritten(tool=tool, details=details))

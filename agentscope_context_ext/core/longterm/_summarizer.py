@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..events import ContextWarning
 from ._consolidation import AgentRunner
 from ._store import LongTermMemory
 
@@ -189,7 +190,11 @@ class SummarizerService:
         self.storage.write(f"{self.failed_dir}/{path.rpartition('/')[2]}", _dump(record, indent=1))
         self.storage.delete(path)
         await self.emit(
-            "warning", where="summarizer", job=_job_id(path), errors=record.get("errors", [])[-1:]
+            ContextWarning(
+                where="summarizer",
+                error=(record.get("errors") or [""])[-1],
+                details={"job": _job_id(path)},
+            )
         )
 
     async def _summarize(self, transcript: str) -> str:

@@ -21,10 +21,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 from ..config import ContextConfig
-from ..events import EventBus
+from ..events import (
+    CompactionFailed,
+    CompactionFinished,
+    CompactionStarted,
+    DialogSaved,
+    EventBus,
+)
 from ..messages import Message
 from ..summary import CompactSummary, merge_refs
 from ..tokens import TokenCounter
@@ -100,8 +105,6 @@ class Compaction:
         self.bus = bus
         self.max_input_tokens = max_input_tokens
         self.notify = notify
-        self.on_compacted: Callable[[list[Any]], Awaitable[None]] | None = None
-        """Called with the native messages each compaction removed (the Summarizer)."""
         self._failed_at: int | None = None
 
     @property
@@ -182,12 +185,13 @@ class Compaction:
         """One compaction of ``old``; the count after it (``None`` when nothing changed)."""
         started = time.perf_counter()
         await self.bus.emit(
-            "compaction_started",
-            tokens_before=count.total,
-            trigger_tokens=self.trigger_tokens,
-            messages_to_compact=len(old),
-            messages_kept=kept,
-            forced=forced,
+            CompactionStarted(
+                tokens_before=count.total,
+                trigger_tokens=self.trigger_tokens,
+                messages_to_compact=len(old),
+                messages_kept=kept,
+                forced=forced,
+            )
         )
         why = (
             "compacting on request"
@@ -208,17 +212,16 @@ class Compaction:
             self._failed_at = count.total
             self.faults.failed("dialog", "dialog", self.dialog.directory, exc)
             await self.bus.emit(
-                "compaction_failed",
-                reason="dialog write failed",
-                error=repr(exc)[:300],
-                tokens=count.total,
+                CompactionFailed(
+                    reason="dialog write failed", error=repr(exc)[:300], tokens=count.total
+                )
             )
             await self._notice(
                 f"[context] compaction aborted: cannot save the dialog ({exc}); messages kept."
             )
             return None
         self.faults.saved("dialog")
-        await self.bus.emit("dialog_saved", messages=len(old), refs=[str(ref) for ref in refs])
+        await self.bus.emit(DialogSaved(messages=len(old), refs=tuple(str(ref) for ref in refs)))
         # ... then the summary, which reads truncated outputs whole again: it must not lose what
         # an excerpt cut. A cancellation here (the caller gave up waiting for the summary model)
         # leaves the messages in memory: their copy in dialog/ is a duplicate, never a loss ...
@@ -230,10 +233,7 @@ class Compaction:
             # never a loss) by the next compaction.
             self._failed_at = count.total
             await self.bus.emit(
-                "compaction_failed",
-                reason="summary failed",
-                error=repr(exc)[:300],
-                tokens=count.total,
+                CompactionFailed(reason="summary failed", error=repr(exc)[:300], tokens=count.total)
             )
             return None
         # (the writer carried the previous references over) ...
@@ -247,11 +247,12 @@ class Compaction:
             # compaction of 486 tokens once gave a summary of 1,149).
             self._failed_at = count.total
             await self.bus.emit(
-                "compaction_failed",
-                reason="summary not smaller",
-                summary_tokens=summary_tokens,
-                replaced_tokens=replaced,
-                tokens=count.total,
+                CompactionFailed(
+                    reason="summary not smaller",
+                    summary_tokens=summary_tokens,
+                    replaced_tokens=replaced,
+                    tokens=count.total,
+                )
             )
             await self._notice(
                 f"[context] nothing compacted: the summary ({summary_tokens:,} tokens) would not "
@@ -266,24 +267,22 @@ class Compaction:
         self._failed_at = None
         # The prompt as the model will get it: the dialog tools join the list from now on.
         after = await self.count(sys_prompt, tools)
+        # Long-term memory listens for this event: the Summarizer reads ``messages``.
         await self.bus.emit(
-            "compaction_finished",
-            tokens_before=count.total,
-            tokens_after=after.total,
-            messages_compacted=len(old),
-            messages_kept=kept,
-            summary_source=summary.source,
-            model_attempts=result.attempts,
-            model_failures=len(result.failures),
-            dialog_refs=[str(ref) for ref in refs],
-            seconds=round(time.perf_counter() - started, 4),
-            forced=forced,
+            CompactionFinished(
+                tokens_before=count.total,
+                tokens_after=after.total,
+                messages_compacted=len(old),
+                messages_kept=kept,
+                summary_source=summary.source,
+                model_attempts=result.attempts,
+                model_failures=len(result.failures),
+                dialog_refs=tuple(str(ref) for ref in refs),
+                seconds=round(time.perf_counter() - started, 4),
+                forced=forced,
+                messages=tuple(views),
+            )
         )
-        if self.on_compacted is not None:
-            try:
-                await self.on_compacted(native)
-            except Exception as exc:  # noqa: BLE001 - long-term notes must not undo a compaction
-                await self.bus.emit("warning", where="on_compacted", error=repr(exc)[:300])
         where = ", ".join(str(ref) for ref in refs)
         await self._notice(
             f"[context] compacted{' on request' if forced else ''}: {count.total:,} -> "

@@ -27,7 +27,15 @@ from typing import Any
 
 from ..config import ContextConfig
 from ..errors import WorkspaceWriteError
-from ..events import EventBus
+from ..events import (
+    ContextError,
+    ContextWarning,
+    EventBus,
+    ProviderOverflowRecovered,
+    SaveFailed,
+    ToolResultTruncated,
+    TtlCleanup,
+)
 from ..provider_errors import LengthRejection
 from ..tokens import TokenCounter
 from ..workspace import DialogStore, ToolResultStore, saved_paths
@@ -218,13 +226,14 @@ class ContextPipeline:
             count = await self.count(sys_prompt, tools)
         count = await self._within_window(sys_prompt, tools, count)
         await self.bus.emit(
-            "provider_overflow_recovered",
-            tokens_before=before.total,
-            tokens_after=count.total,
-            provider_tokens=rejection.prompt_tokens,
-            provider_limit=rejection.limit_tokens,
-            shift=shift,
-            error=rejection.message,
+            ProviderOverflowRecovered(
+                tokens_before=before.total,
+                tokens_after=count.total,
+                provider_tokens=rejection.prompt_tokens,
+                provider_limit=rejection.limit_tokens,
+                shift=shift,
+                error=rejection.message,
+            )
         )
         return count
 
@@ -241,7 +250,7 @@ class ContextPipeline:
     async def _report_faults(self) -> None:
         for fault in self.parts.faults.unreported():
             await self.bus.emit(
-                "save_failed", what=fault.what, key=fault.key, path=fault.path, error=fault.error
+                SaveFailed(what=fault.what, key=fault.key, path=fault.path, error=fault.error)
             )
 
     async def _refuse(self, sys_prompt: str, tools: list[dict] | None) -> None:
@@ -260,12 +269,13 @@ class ContextPipeline:
             "call the agent again."
         )
         await self.bus.emit(
-            "error",
-            reason="workspace write failed",
-            path=fault.path,
-            error=fault.error,
-            tokens=count.total,
-            max_input_tokens=window,
+            ContextError(
+                reason="workspace write failed",
+                path=fault.path,
+                error=fault.error,
+                tokens=count.total,
+                max_input_tokens=window,
+            )
         )
         raise WorkspaceWriteError(message, fault.path, count.total, window)
 
@@ -279,10 +289,10 @@ class ContextPipeline:
         try:
             change, outcome = self.parts.truncator.stage_one_early(slot)
         except Exception as exc:  # noqa: BLE001 - keep the result whole
-            await self.bus.emit("warning", where="stage_one", error=repr(exc)[:300])
+            await self.bus.emit(ContextWarning(where="stage_one", error=repr(exc)[:300]))
             return None
         if outcome is not None:
-            await self.bus.emit("tool_result_truncated", **outcome_data(outcome))
+            await self.bus.emit(ToolResultTruncated(**outcome_data(outcome)))
         return change
 
     def stream_allowance(self, tool: str, tool_input: Mapping[str, Any]) -> StreamAllowance | None:
@@ -320,10 +330,10 @@ class ContextPipeline:
                     port.requeue(msg_id)
             except Exception as exc:  # noqa: BLE001 - keep the result whole, retry next step
                 port.requeue(msg_id)
-                await self.bus.emit("warning", where="stage_one", error=repr(exc)[:300])
+                await self.bus.emit(ContextWarning(where="stage_one", error=repr(exc)[:300]))
                 continue
             for outcome in outcomes:
-                await self.bus.emit("tool_result_truncated", **outcome_data(outcome))
+                await self.bus.emit(ToolResultTruncated(**outcome_data(outcome)))
 
     async def compact(
         self,
@@ -368,10 +378,10 @@ class ContextPipeline:
             else:
                 removed = store.cleanup(keep=self.referenced_results())
         except Exception as exc:  # noqa: BLE001 - cleanup must never break a step
-            await self.bus.emit("warning", where="ttl_cleanup", error=repr(exc)[:300])
+            await self.bus.emit(ContextWarning(where="ttl_cleanup", error=repr(exc)[:300]))
             return []
         if removed:
-            await self.bus.emit("ttl_cleanup", removed=len(removed))
+            await self.bus.emit(TtlCleanup(removed=len(removed)))
         return removed
 
 

@@ -9,6 +9,7 @@ formatter sends it, and how its messages are stored and removed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ..messages import Message
@@ -63,6 +64,12 @@ class ContextPort(Protocol):
 
     def apply_texts(self, msg_id: str, changes: dict[str, str]) -> None:
         """Replace text parts of a user's message (by slot key); it counts as changed."""
+        ...
+
+    def one_step(self) -> AbstractContextManager[None]:
+        """Around one step of the pipeline: a port may read the framework's messages once per
+        step instead of at every call (a ``contextlib.nullcontext()`` when it has no use for
+        it)."""
         ...
 
     def drain_changes(self) -> tuple[int, set[str], set[str]]:

@@ -9,7 +9,7 @@ extension of the previous one between those moments (what provider prompt cachin
 from __future__ import annotations
 
 from ..config import TruncationConfig
-from ..events import EventBus
+from ..events import ContextWarning, EventBus, ToolResultRetruncated
 from ._port import ContextPort
 from ._slots import ResultChange, outcome_data
 from ._tool_results import ResultTruncator
@@ -99,7 +99,7 @@ class StageTwo:
                 change, outcome = self.truncator.stage_two(slot)
             except Exception as exc:  # noqa: BLE001 - leave this result as it is
                 failed.add(msg_id)
-                await self.bus.emit("warning", where="stage_two", error=repr(exc)[:300])
+                await self.bus.emit(ContextWarning(where="stage_two", error=repr(exc)[:300]))
                 continue
             if self.truncator.needs_stage_two(slot):
                 failed.add(msg_id)  # a save failed: the result stays as it is, tried again later
@@ -111,7 +111,7 @@ class StageTwo:
         for msg_id, by_call in changes.items():
             self.port.apply(msg_id, by_call)
         for outcome in outcomes:
-            await self.bus.emit("tool_result_retruncated", **outcome_data(outcome))
+            await self.bus.emit(ToolResultRetruncated(**outcome_data(outcome)))
         for msg_id in old:
             if msg_id not in failed:
                 self._settled.add(msg_id)

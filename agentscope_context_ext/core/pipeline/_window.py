@@ -27,7 +27,13 @@ from collections.abc import Awaitable, Callable
 
 from ..config import ContextConfig
 from ..errors import ContextOverflowError
-from ..events import EventBus
+from ..events import (
+    ContextError,
+    ContextOverflow,
+    EventBus,
+    ToolResultRetruncated,
+    UserMessageOffloaded,
+)
 from ._compaction import cut_item
 from ._cut import valid_boundaries
 from ._port import ContextPort
@@ -110,12 +116,13 @@ class WindowGuard:
             self._overflow_state = state
             valid = valid_boundaries([cut_item(self.port.view(m), 0) for m in ids])
             await self.bus.emit(
-                "context_overflow",
-                tokens=count.total,
-                trigger_tokens=self.trigger_tokens,
-                max_input_tokens=window,
-                messages=len(ids),
-                compactable=max((i for i in range(len(ids)) if valid[i]), default=0),
+                ContextOverflow(
+                    tokens=count.total,
+                    trigger_tokens=self.trigger_tokens,
+                    max_input_tokens=window,
+                    messages=len(ids),
+                    compactable=max((i for i in range(len(ids)) if valid[i]), default=0),
+                )
             )
 
     async def _refuse(self, count: PromptCount) -> None:
@@ -149,12 +156,13 @@ class WindowGuard:
             "fewer tools, or use a model with a larger window (max_input_tokens)."
         )
         await self.bus.emit(
-            "error",
-            reason="context overflow",
-            tokens=count.total,
-            max_input_tokens=window,
-            largest=largest,
-            **parts,
+            ContextError(
+                reason="context overflow",
+                tokens=count.total,
+                max_input_tokens=window,
+                largest=largest,
+                parts=parts,
+            )
         )
         raise ContextOverflowError(message, count.total, window, parts)
 
@@ -187,7 +195,7 @@ class WindowGuard:
                     port.apply(msg_id, changes)
                     count = await self.count(sys_prompt, tools)
                 for outcome in outcomes:
-                    await self.bus.emit("tool_result_retruncated", **outcome_data(outcome))
+                    await self.bus.emit(ToolResultRetruncated(**outcome_data(outcome)))
             if count.total <= target:
                 break
         return count
@@ -211,12 +219,13 @@ class WindowGuard:
             port.apply_texts(msg_id, changes)
             for outcome in outcomes:
                 await self.bus.emit(
-                    "user_message_offloaded",
-                    message_id=msg_id,
-                    path=outcome.path,
-                    bytes_before=outcome.bytes_before,
-                    bytes_after=outcome.bytes_after,
-                    tokens_saved=max(0, outcome.tokens_before - outcome.tokens_after),
+                    UserMessageOffloaded(
+                        message_id=msg_id,
+                        path=outcome.path,
+                        bytes_before=outcome.bytes_before,
+                        bytes_after=outcome.bytes_after,
+                        tokens_saved=max(0, outcome.tokens_before - outcome.tokens_after),
+                    )
                 )
             count = await self.count(sys_prompt, tools)
             if count.total <= target:

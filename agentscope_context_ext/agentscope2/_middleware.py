@@ -1,0 +1,302 @@
+"""Context management on an AgentScope 2.x ``Agent``: one middleware, one offloader.
+
+The 2.x way is the agent's own configuration:
+
+.. code-block:: python
+
+    from agentscope.agent import Agent
+    from agentscope_context_ext import ContextMiddleware
+
+    context = ContextMiddleware("configs/small-window.yaml")
+    agent = Agent(name="assistant", system_prompt="...", model=model, toolkit=toolkit,
+                  middlewares=[context], offloader=context.offloader)
+    await agent.reply(UserMsg("user", "Summarise the logs in ./logs"))
+    print(context.manager.stats.as_dict())
+
+and ``enable_context_management(agent, config)`` does the same on an agent that exists (it adds
+the middleware to the agent's hook lists, sets the offloader when the agent has none, and
+``detach()`` takes both away again).
+
+What each hook does:
+
+- ``on_reply``: binds the middleware to its agent on first use and adds the tools
+  (``read_file``, ``read_dialog``, ``search_dialog``, the memory tools);
+- ``on_acting``: stage one on every tool response as it leaves the tool, before 2.x writes it
+  into the context (and before 2.x's ``tool_result_limit`` split sees it);
+- ``on_compress_context``: 2.x calls it before every reasoning step; the whole pipeline runs
+  here (pending stage one, stage two, the token check, the pair-safe compaction with the
+  dialog saved first) and 2.x's own compression is *not* called;
+- ``on_model_call``: the dialog tools are left out of the schemas until there is a dialog to
+  read (``ContextManager.offered_tools``), the provider's reported input tokens of a like call are
+  compared with ours (``stats.token_count_error``, ``calibrate_with_usage``), and a call the
+  provider rejects for its length is retried once after a compaction;
+- ``on_system_prompt``: ``Memory.md`` after the agent's system prompt.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
+from typing import Any
+
+from agentscope.middleware import MiddlewareBase
+from agentscope.model import ChatModelBase
+
+from ..core.config import ContextConfig
+from ..core.errors import ContextExtError
+from ..core.events import ContextEvent, ContextStats, EventBus
+from ..core.longterm import NOTES_DIRNAME
+from ..core.manager import ContextManager
+from ..core.provider_errors import length_rejection, with_first_chunk
+from ..core.workspace import ToolResultStore, open_workspace
+from ._convert import DialogStore, output_text
+from ._manager import AgentManager
+from ._offloader import ContextOffloader
+
+__all__ = ["ContextMiddleware", "enable_context_management"]
+
+_HOOK_LISTS = (
+    "_reply_middlewares",
+    "_acting_middlewares",
+    "_model_call_middlewares",
+    "_compress_context_middlewares",
+    "_system_prompt_middlewares",
+)
+"""Where a 2.0.x ``Agent`` keeps the middlewares of the hooks ours implements (on_reply,
+on_acting, on_model_call, on_compress_context, on_system_prompt), filtered once in its
+constructor."""
+
+
+class ContextMiddleware(MiddlewareBase):
+    """Context management for one 2.x ``Agent``, as the agent's middleware.
+
+    Args:
+        config (`ContextConfig | dict | str | Path | None`): A config, a dict of keys, or a
+            YAML/JSON file path; ``None`` uses the defaults.
+        compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's
+            own (or ``compaction.model`` by name).
+
+    Attributes:
+        offloader (`ContextOffloader`): Pass it as the agent's ``offloader``: what 2.x offloads
+            by itself lands in the same workspace.
+        manager (`AgentManager | None`): Stats, ``compact_now()``, ``count()``; set when the
+            agent first uses the middleware (or at once by ``enable_context_management``).
+        bus (`EventBus`): The events of the agent's manager, there from the start:
+            :meth:`subscribe` and :attr:`stats` work before the agent first runs.
+
+    Raises:
+        `ConfigError`: The configuration is invalid (the message names the key).
+        `WorkspaceError`: The workspace cannot be written.
+    """
+
+    def __init__(
+        self,
+        config: ContextConfig | dict[str, Any] | str | Path | None = None,
+        *,
+        compaction_model: ChatModelBase | None = None,
+    ) -> None:
+        self.config = ContextConfig.load(config)
+        self.compaction_model = compaction_model
+        extra = (NOTES_DIRNAME,) if self.config.long_term_memory.enabled else ()
+        self.workspace, self.storage = open_workspace(self.config.workspace, extra)
+        self.dialog_store = DialogStore(self.storage)
+        self.tool_result_store = ToolResultStore(
+            self.storage, ttl_days=self.config.truncation.ttl_days
+        )
+        self.offloader = ContextOffloader(
+            self.dialog_store,
+            self.tool_result_store,
+            self.workspace if isinstance(self.workspace, Path) else None,
+        )
+        self.bus = EventBus()
+        self.manager: AgentManager | None = None
+        self._running: set[str] = set()
+
+    def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` (sync or async) for every event of the agent this middleware
+        manages, from its first step on (no need to wait for :attr:`manager`); returns an
+        unsubscriber."""
+        return self.bus.subscribe(callback)
+
+    @property
+    def stats(self) -> ContextStats:
+        """Totals of everything the extension did for the agent (zero before its first step)."""
+        return self.bus.stats
+
+    def bind(self, agent: Any) -> AgentManager:
+        """The manager of ``agent`` (created on the first call)."""
+        if self.manager is None:
+            other = getattr(agent, "context_manager", None)
+            if isinstance(other, ContextManager):
+                raise ContextExtError(
+                    "this agent already has context management (another ContextMiddleware or "
+                    "enable_context_management); use one per agent"
+                )
+            self.manager = AgentManager(
+                agent,
+                self.config,
+                workspace=self.workspace,
+                storage=self.storage,
+                dialog_store=self.dialog_store,
+                tool_result_store=self.tool_result_store,
+                bus=self.bus,
+                offloader=self.offloader,
+                compaction_model=self.compaction_model,
+            )
+            self.manager.middleware = self
+        elif self.manager.agent is not agent:
+            raise ContextExtError(
+                f"this ContextMiddleware already manages agent {self.manager.agent.name!r}; "
+                f"give agent {getattr(agent, 'name', '?')!r} a ContextMiddleware of its own"
+            )
+        return self.manager
+
+    def _active(self, agent: Any) -> AgentManager | None:
+        manager = self.bind(agent)
+        return None if manager.detached else manager
+
+    async def on_reply(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
+    ) -> AsyncGenerator:
+        manager = self._active(agent)
+        if manager is not None:
+            await manager.attach_tools()
+        async for item in next_handler(**input_kwargs):
+            yield item
+
+    async def on_acting(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
+    ) -> AsyncGenerator:
+        manager = self._active(agent)
+        tool_call = input_kwargs.get("tool_call")
+        key = f"acting:{getattr(tool_call, 'id', '')}"
+        if manager is None or tool_call is None or key in self._running:
+            # added twice: the outer one cuts
+            async for item in next_handler(**input_kwargs):
+                yield item
+            return
+        self._running.add(key)
+        try:
+            async for item in manager.acting(tool_call, next_handler(**input_kwargs)):
+                yield item
+        finally:
+            self._running.discard(key)
+
+    async def on_model_call(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
+    ) -> Any:
+        manager = self._active(agent)
+        if manager is None or "model" in self._running:  # added twice: the outer one acts
+            return await next_handler(**input_kwargs)
+        self._running.add("model")
+        try:
+            tools = input_kwargs.get("tools")
+            if tools:
+                input_kwargs = {**input_kwargs, "tools": manager.offered_tools(tools)}
+            try:
+                response = await with_first_chunk(await next_handler(**input_kwargs))
+            except Exception as exc:
+                rejection = length_rejection(exc)
+                if rejection is None:
+                    raise
+                # The provider counted more than we did: compact, and retry once with the
+                # context as it is now (a second rejection is raised as it is).
+                await manager.recover_overflow(rejection)
+                input_kwargs = manager.retry_input(input_kwargs)
+                response = await next_handler(**input_kwargs)
+        finally:
+            self._running.discard("model")
+        sent = _sent_parts(input_kwargs)
+        choice = input_kwargs.get("tool_choice")
+        if inspect.isasyncgen(response):
+            return manager.relay_usage(response, sent, choice)
+        await manager.usage_seen(response, sent, choice)
+        return response
+
+    async def on_compress_context(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
+    ) -> None:
+        manager = self._active(agent)
+        if manager is None:
+            await next_handler(**input_kwargs)
+            return
+        if "compress" in self._running:  # added twice: the pipeline runs once
+            return
+        self._running.add("compress")
+        try:
+            # 2.x's compression tool (or a caller) passes its own context_config: a request to
+            # compact now; the step before reasoning passes none.
+            forced = input_kwargs.get("context_config") is not None
+            instruction = _hint_text(input_kwargs.get("instructions"))
+            await manager.before_model_call(forced=forced, instruction=instruction)
+        finally:
+            self._running.discard("compress")
+
+    async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
+        manager = self._active(agent)
+        if manager is None:
+            return current_prompt
+        return manager.system_prompt(current_prompt)
+
+
+def _sent_parts(model_kwargs: dict) -> tuple[str, list[dict]] | None:
+    """The system prompt and tool schemas of a model call, as 2.x passed them (its first
+    message is the system prompt it built); None when the call does not look like that."""
+    messages = model_kwargs.get("messages")
+    if not messages or getattr(messages[0], "role", None) != "system":
+        return None
+    content = messages[0].content
+    if isinstance(content, list) and len(content) == 1:  # 2.x makes its one TextBlock
+        content = getattr(content[0], "text", None)
+    if not isinstance(content, str):
+        return None
+    return content, list(model_kwargs.get("tools") or [])
+
+
+def _hint_text(instructions: Any) -> str | None:
+    if instructions is None:
+        return None
+    hint = getattr(instructions, "hint", instructions)
+    return hint if isinstance(hint, str) else output_text(hint)
+
+
+def enable_context_management(
+    agent: Any,
+    config: ContextConfig | dict[str, Any] | str | Path | None = None,
+    *,
+    compaction_model: ChatModelBase | None = None,
+) -> AgentManager:
+    """Turn on context management for an AgentScope 2.x ``Agent`` that already exists.
+
+    Adds a :class:`ContextMiddleware` to the agent's hook lists (2.x filters its middlewares
+    once, in the constructor, so the lists are where a new one goes) and returns the manager
+    (which sets its offloader when the agent has none). ``manager.detach()`` undoes it all.
+
+    Args:
+        agent (`Agent`): The 2.x agent.
+        config (`ContextConfig | dict | str | Path | None`): A config, a dict of keys, or a
+            YAML/JSON file path; ``None`` uses the defaults.
+        compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's.
+
+    Raises:
+        `ConfigError`: The configuration is invalid (the message names the key).
+        `ContextExtError`: The agent lacks what is needed, or is already managed.
+    """
+    if isinstance(getattr(agent, "context_manager", None), ContextManager):
+        raise ContextExtError(
+            "context management is already enabled on this agent; call detach() first"
+        )
+    missing = [name for name in _HOOK_LISTS if not isinstance(getattr(agent, name, None), list)]
+    if missing or not hasattr(agent, "state"):
+        raise ContextExtError(
+            f"enable_context_management needs an AgentScope 2.x Agent; {type(agent).__name__} "
+            "has no middleware lists: pass ContextMiddleware(...) in Agent(middlewares=[...])"
+        )
+    middleware = ContextMiddleware(config, compaction_model=compaction_model)
+    manager = middleware.bind(agent)
+    for attribute in _HOOK_LISTS:
+        hooks: list = getattr(agent, attribute)
+        hooks.append(middleware)
+        manager.record_undo(lambda hooks=hooks: hooks.remove(middleware))
+    return manager
