@@ -50,6 +50,23 @@ CASES = [
 ]
 
 
+def test_the_room_kept_for_the_answer_is_read() -> None:
+    said = (
+        "This model's maximum context length is 16384 tokens. However, you requested 16600 "
+        "tokens (216 in the messages, 16384 in the completion)."
+    )
+    rejection = length_rejection(RuntimeError(said))
+    assert (rejection.prompt_tokens, rejection.completion_tokens) == (216, 16384)
+    anthropic = "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000"
+    rejection = length_rejection(RuntimeError(anthropic))
+    assert rejection is not None
+    assert (rejection.prompt_tokens, rejection.completion_tokens, rejection.limit_tokens) == (
+        188240,
+        21333,
+        200000,
+    )
+
+
 @pytest.mark.parametrize(("said", "prompt", "limit"), CASES)
 def test_length_rejections_are_recognised_with_their_numbers(said, prompt, limit):
     rejection = length_rejection(RuntimeError(said))
@@ -76,6 +93,9 @@ def test_the_cause_of_a_wrapped_error_is_read() -> None:
         "rate limit exceeded, retry after 20 seconds",
         "Error code: 400 - tool_choice is not supported",
         "connection reset by peer",
+        # an error that only quotes the user's words is not a length rejection
+        "Error code: 400 - Invalid value for 'messages[1].content': unsupported character in "
+        "'what is the maximum context length of gpt-4o? And why is my prompt is too long?'",
     ],
 )
 def test_other_failures_are_not_length_rejections(said):

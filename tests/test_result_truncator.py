@@ -10,7 +10,7 @@ import pytest
 
 from agentscope_context_ext.core.config import TruncationConfig
 from agentscope_context_ext.core.messages import Media
-from agentscope_context_ext.core.pipeline import ResultSlot, ResultTruncator, SaveFaults
+from agentscope_context_ext.core.pipeline import ResultSlot, ResultTruncator, SaveFaults, Window
 from agentscope_context_ext.core.tokens import get_token_counter
 from agentscope_context_ext.core.truncation import split_notice, truncate_fresh
 from agentscope_context_ext.core.workspace import ToolResultStore
@@ -23,7 +23,10 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 64).decode()
 
 
 def truncator(workspace: Path) -> ResultTruncator:
-    return ResultTruncator(CONFIG, ToolResultStore(workspace), get_token_counter("qwen"), 100_000)
+    # a window whose share (a quarter) is 100,000 tokens: no cap in practice
+    return ResultTruncator(
+        CONFIG, ToolResultStore(workspace), get_token_counter("qwen"), Window(400_000)
+    )
 
 
 def read_notice_text(path: Path) -> str:
@@ -160,7 +163,10 @@ def test_old_media_become_placeholders_with_a_saved_copy(workspace: Path) -> Non
 
 
 def test_a_window_share_cap_shortens_the_excerpt(workspace: Path) -> None:
-    stages = ResultTruncator(CONFIG, ToolResultStore(workspace), get_token_counter("qwen"), 300)
+    # a window whose share (a quarter) is 300 tokens
+    stages = ResultTruncator(
+        CONFIG, ToolResultStore(workspace), get_token_counter("qwen"), Window(1200)
+    )
     slot = ResultSlot("c1", "shell", BIG, (), {}, {})
     change, outcome = stages.stage_one(slot)
     excerpt, _ = split_notice(change.text)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_common import make_text
+from harness_common import SIX_SECTIONS, make_text
 from llm_servers import ModelServer, Reply
 
 from agentscope_context_ext import ContextOverflowError
@@ -27,13 +28,14 @@ V2 = agentscope_major() >= 2
 KB = 130
 
 
-def fetch(seed: int) -> str:
-    """Fetch one document (about 130 KB).
+def fetch(seed: int, kb: int = KB) -> str:
+    """Fetch one document (about 130 KB unless asked).
 
     Args:
         seed (int): Which document.
+        kb (int): Its size in KiB.
     """
-    return make_text(KB * 1024, seed)
+    return make_text(kb * 1024, seed)
 
 
 class Run:
@@ -46,6 +48,7 @@ class Run:
         model: Any,
         *,
         sys_prompt: str = "You work with tools.",
+        max_iters: int = 8,
         **config: Any,
     ) -> None:
         settings = {
@@ -74,7 +77,7 @@ class Run:
                 toolkit=Toolkit(tools=[FunctionTool(fetch, permission=allow)]),
                 middlewares=[self.context],
                 offloader=self.context.offloader,
-                react_config=ReActConfig(max_iters=8),
+                react_config=ReActConfig(max_iters=max_iters),
             )
             self.manager = self.context.bind(self.agent)
         else:
@@ -85,13 +88,14 @@ class Run:
 
             from agentscope_context_ext import enable_context_management
 
-            async def fetch1(seed: int) -> ToolResponse:
-                """Fetch one document (about 130 KB).
+            async def fetch1(seed: int, kb: int = KB) -> ToolResponse:
+                """Fetch one document (about 130 KB unless asked).
 
                 Args:
                     seed (int): Which document.
+                    kb (int): Its size in KiB.
                 """
-                return ToolResponse(content=[TextBlock(type="text", text=fetch(seed))])
+                return ToolResponse(content=[TextBlock(type="text", text=fetch(seed, kb))])
 
             fetch1.__name__ = "fetch"
             toolkit = Toolkit()
@@ -102,7 +106,7 @@ class Run:
                 model=model,
                 formatter=OpenAIChatFormatter(),
                 toolkit=toolkit,
-                max_iters=8,
+                max_iters=max_iters,
                 parallel_tool_calls=True,
             )
             self.agent.set_console_output_enabled(False)
@@ -424,3 +428,176 @@ async def test_a_compaction_on_request_says_so_and_reports_the_prompt_the_model_
     await run.say("next")
     names = {tool["function"]["name"] for tool in model.calls[-1].tools}
     assert {"read_dialog", "search_dialog"} <= names
+
+
+# ------------------------------------------------------- found by attacking the above
+
+
+async def test_an_offloaded_message_outlives_the_ttl(workspace):
+    pasted = "Keep this log:\n" + make_text(200 * 1024, 5)
+    run = Run(workspace, 16384, ScriptedChatModel(["noted"]))
+    await run.say(pasted)
+    [offloaded] = [e for e in run.events if e.type == "user_message_offloaded"]
+    path = offloaded.data["path"]
+    for folder in ("tool_result", "message"):  # everything saved, far past its TTL
+        for saved in (workspace / folder).glob("*"):
+            os.utime(saved, (1, 1))
+    await run.manager.pipeline.cleanup()
+    assert (workspace / path).read_text(encoding="utf-8") == pasted, "the user's words stay"
+
+
+async def test_a_rejection_the_prompt_cannot_fix_is_raised_and_teaches_nothing(workspace):
+    said = (
+        "Error code: 400 - This model's maximum context length is 16384 tokens. However, you "
+        "requested 16600 tokens (216 in the messages, 16384 in the completion)."
+    )
+    model = ScriptedChatModel([RuntimeError(said), "fine"])
+    run = Run(workspace, 16384, model)
+    with pytest.raises(Exception, match="16384 in the completion"):
+        await run.say("hello")
+    count = await run.manager.count()
+    assert count.calibration == 0 and run.manager.max_input_tokens == 16384
+    assert "provider_overflow_recovered" not in run.types()
+
+
+async def test_a_provider_window_smaller_than_configured_becomes_the_window(workspace):
+    real = 8192
+    sizes: list[int] = []
+    steps = iter(range(12))
+
+    def script(call: ModelCall) -> Any:
+        tokens = model.counter.count_formatted(call.messages, call.tools)
+        if tokens > real:
+            return RuntimeError(
+                f"<400> InvalidParameter: Range of input length should be [1, {real}]"
+            )
+        if "You compact the earlier part" in call.text:
+            return "## Goal\n- fetch\n## Progress\n- fetched\n"
+        sizes.append(tokens)
+        step = next(steps, None)
+        return (
+            "done"
+            if step is None
+            else reply("next", tool_call("fetch", f"w{step}", seed=step, kb=8))
+        )
+
+    model = ScriptedChatModel(script)
+    run = Run(workspace, 32768, model, max_iters=20)
+    assert await run.say("fetch twelve documents") == "done"
+    assert run.manager.max_input_tokens == real, "the provider's window is the window now"
+    recovered = [e for e in run.events if e.type == "provider_overflow_recovered"]
+    assert len(recovered) == 1 and recovered[0].data["window"] == real
+    assert max(sizes) <= real
+    notices = [
+        e for e in run.events if e.type == "tool_result_retruncated" and e.data["notice_only"]
+    ]
+    assert not notices, "fitted to the provider's window, not starved below it"
+
+
+async def test_the_summary_model_is_never_sent_more_than_its_window(workspace):
+    def script(call: ModelCall) -> Any:
+        if "You compact the earlier part" in call.text:
+            return SIX_SECTIONS  # a usable summary: every chunk of the input is sent
+        if call.index == 0:
+            return reply("fetching", *[tool_call("fetch", f"p{i}", seed=i) for i in range(40)])
+        return f"answer {call.index}"
+
+    model = ScriptedChatModel(script)
+    run = Run(workspace, 16384, model, **{"compaction": {"model": None}})
+    for text in ("fetch them all", "next", "and next"):
+        await run.say(text)
+    await run.manager.compact_now()  # the step of 40 results, read back whole, is summarised
+    summaries = [c for c in model.calls if "You compact the earlier part" in c.text]
+    assert summaries, "a compaction asked the model for a summary"
+    assert max(model.counter.count_formatted(c.messages, c.tools) for c in summaries) <= 16384
+
+
+async def test_a_message_in_many_parts_is_offloaded_not_refused(workspace):
+    model = ScriptedChatModel(["read it all"])
+    run = Run(workspace, 16384, model)
+    parts = [make_text(8 * 1024, seed) for seed in range(30)]  # each part fits, all do not
+    if V2:
+        from agentscope.message import TextBlock, UserMsg
+
+        await run.agent.reply(UserMsg("user", [TextBlock(text=part) for part in parts]))
+    else:
+        from agentscope.message import Msg, TextBlock
+
+        await run.agent(Msg("user", [TextBlock(type="text", text=p) for p in parts], "user"))
+    assert max(prompt_tokens(model)) <= 16384
+    offloaded = [e.data["path"] for e in run.events if e.type == "user_message_offloaded"]
+    assert offloaded and all((workspace / p).is_file() for p in offloaded)
+
+
+async def test_a_rejection_after_the_answer_began_is_learned(workspace):
+    class LateReject(ModelServer):
+        def _openai(self, handler, request: dict) -> None:
+            tokens = self._prompt_tokens(request)
+            if tokens <= 12000 or not request.get("stream"):
+                super()._openai(handler, request)
+                return
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.end_headers()
+            base = {"id": "c", "created": 0, "model": "m", "object": "chat.completion.chunk"}
+            first = {"index": 0, "delta": {"role": "assistant", "content": "Let me"}}
+            handler.wfile.write(f"data: {json.dumps({**base, 'choices': [first]})}\n\n".encode())
+            error = {
+                "error": {
+                    "message": "This model's maximum context length is 12000 tokens. However, "
+                    f"your messages resulted in {tokens} tokens.",
+                    "code": "context_length_exceeded",
+                }
+            }
+            handler.wfile.write(f"data: {json.dumps(error)}\n\n".encode())
+            handler.wfile.flush()
+
+    with LateReject("openai", agent_turns(), usage_offset=5000) as server:
+        run = Run(workspace, 16384, openai_model(server.url))
+        with pytest.raises(Exception, match="maximum context length"):
+            await run.say("fetch the documents")
+        learned = await run.manager.count()
+        assert learned.calibration > 0 or run.manager.max_input_tokens <= 12000
+
+
+@pytest.mark.skipif(not V2, reason="2.x calls a failed model again (ModelConfig.max_retries)")
+async def test_one_rejection_is_recovered_once_however_often_2x_retries(workspace):
+    from agentscope.agent import ModelConfig
+
+    server = LengthLimitedServer(agent_turns(), limit=16384, extra=3000, always=True)
+    with server:
+        run = Run(workspace, 16384, openai_model(server.url))
+        run.agent.model_config = ModelConfig(max_retries=3)
+        with pytest.raises(Exception, match="maximum context length"):
+            await run.say("fetch the documents")
+    assert run.types().count("provider_overflow_recovered") == 1
+    assert server.rejected == 2 + 3, "the call and its retry, then 2.x's own three retries"
+
+
+async def test_a_provider_that_reports_a_fraction_of_the_prompt_cannot_push_it_over(workspace):
+    """Usage without the cached prefix (Anthropic's input_tokens with prompt caching on): a
+    calibration that learned all of it would let prompts over the window through."""
+
+    class CachedUsage(ModelServer):
+        def _prompt_tokens(self, request: dict) -> int:
+            tokens = super()._prompt_tokens(request)
+            request["_reported_prompt_tokens"] = tokens
+            return max(1, tokens // 10)  # the uncached tail only
+
+    steps = iter(range(10))
+
+    def respond(request: dict) -> Reply:
+        if "You compact the earlier part" in str(request["messages"][0].get("content")):
+            return Reply(SIX_SECTIONS)
+        step = next(steps, None)
+        if step is None:
+            return Reply("done")
+        return Reply(f"step {step}", [(f"u{step}", "fetch", {"seed": step, "kb": 12})])
+
+    with CachedUsage("openai", respond) as server:
+        run = Run(
+            workspace, 16384, openai_model(server.url), calibrate_with_usage=True, max_iters=20
+        )
+        await run.say("fetch ten documents")
+    sent = [r["_reported_prompt_tokens"] for r in server.requests if r.get("tools")]
+    assert max(sent) <= 16384

@@ -134,7 +134,11 @@ class ReActAgentManager(ContextManager):
         attachment.set_attribute(
             "model",
             UsageTap(
-                agent.model, self._usage_seen, self.offered_tools, self._prompt_after_rejection
+                agent.model,
+                self._usage_seen,
+                self.offered_tools,
+                self._prompt_after_rejection,
+                self.learn_rejection,
             ),
         )
         for _, tool in self.tools():
@@ -180,10 +184,12 @@ class ReActAgentManager(ContextManager):
     async def _usage_seen(self, tokens: int, tools: list[dict] | None, tool_choice: Any) -> None:
         await self.record_usage(tokens, (self.sys_prompt(), tools or []), tool_choice)
 
-    async def _prompt_after_rejection(self, rejection: LengthRejection) -> list[dict]:
+    async def _prompt_after_rejection(self, rejection: LengthRejection) -> list[dict] | None:
         """The provider rejected a reasoning call for its length: compact, and the prompt
-        formatted again as ``ReActAgent._reasoning`` formats it, for one retry."""
-        await self.recover_overflow(rejection)
+        formatted again as ``ReActAgent._reasoning`` formats it, for one retry (``None``:
+        nothing about the prompt can help)."""
+        if await self.recover_overflow(rejection) is None:
+            return None
         started = time.perf_counter()
         try:
             msgs = [Msg("system", self.sys_prompt(), "system"), *await self.memory.get_memory()]

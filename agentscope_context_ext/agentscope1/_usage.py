@@ -50,7 +50,9 @@ class UsageTap(ChatModelBase):
             is shown, from those the agent passes (``ManagerBase.offered_tools``).
         on_rejected (`Callable | None`): Called with the provider's length rejection of a
             call with tools (a reasoning call); returns the prompt to retry with, formatted
-            again after a compaction.
+            again after a compaction (``None``: nothing about the prompt can help).
+        on_late_rejection (`Callable | None`): Called with a length rejection that came after
+            the answer began streaming (learned from, not retried).
     """
 
     def __init__(
@@ -58,12 +60,14 @@ class UsageTap(ChatModelBase):
         inner: ChatModelBase,
         on_usage: Callable[[int, list[dict] | None, Any], Any],
         offer_tools: Callable[[list[dict]], list[dict]] | None = None,
-        on_rejected: Callable[[LengthRejection], Awaitable[list[dict]]] | None = None,
+        on_rejected: Callable[[LengthRejection], Awaitable[list[dict] | None]] | None = None,
+        on_late_rejection: Callable[[LengthRejection], Awaitable[None]] | None = None,
     ) -> None:
         self.inner = inner
         self._on_usage = on_usage
         self._offer_tools = offer_tools
         self._on_rejected = on_rejected
+        self._on_late_rejection = on_late_rejection
         super().__init__(model_name=inner.model_name, stream=inner.stream)
 
     model_name = _forwarded("model_name")
@@ -82,6 +86,8 @@ class UsageTap(ChatModelBase):
             if rejection is None or self._on_rejected is None or not isinstance(tools, list):
                 raise
             prompt = await self._on_rejected(rejection)
+            if prompt is None:  # nothing about the prompt can help
+                raise
             if args:
                 args = (prompt, *args[1:])
             else:
@@ -99,9 +105,16 @@ class UsageTap(ChatModelBase):
         self, chunks: AsyncGenerator[ChatResponse, None], tools: Any, tool_choice: Any
     ) -> AsyncGenerator[ChatResponse, None]:
         last = None
-        async for chunk in chunks:
-            last = chunk
-            yield chunk
+        try:
+            async for chunk in chunks:
+                last = chunk
+                yield chunk
+        except Exception as exc:
+            # A rejection after the answer began cannot be retried: learn from it and raise.
+            rejection = length_rejection(exc)
+            if rejection is not None and self._on_late_rejection is not None:
+                await self._on_late_rejection(rejection)
+            raise
         await self._report(last, tools, tool_choice)
 
     async def _report(self, response: Any, tools: Any, tool_choice: Any) -> None:

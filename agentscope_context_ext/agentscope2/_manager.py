@@ -25,6 +25,7 @@ from ..core.errors import ContextExtError
 from ..core.events import ContextWarning, EventBus
 from ..core.manager import ContextManager, LongTermHooks, resolve_window
 from ..core.pipeline import ResultSlot
+from ..core.provider_errors import length_rejection
 from ..core.tokens import get_token_counter
 from ..core.workspace import DialogStore, Storage, ToolResultStore
 from ._context import StatePort, changed_output
@@ -63,6 +64,9 @@ class AgentManager(ContextManager):
     """
 
     middleware: Any = None
+    recovered_step: tuple | None = None
+    """The reasoning step whose call was last recovered from a length rejection (2.x retries
+    a failed call: a step recovers once)."""
 
     def __init__(
         self,
@@ -232,6 +236,12 @@ class AgentManager(ContextManager):
         usage = getattr(response, "usage", None)
         tokens = getattr(usage, "input_tokens", None)
         if isinstance(tokens, int) and tokens > 0:
+            if type(self.agent.model).__name__.startswith("Anthropic"):
+                # Anthropic's input_tokens leave out the prompt cache's reads and writes
+                # (OpenAI's and the others' include them).
+                tokens += (getattr(usage, "cache_input_tokens", 0) or 0) + (
+                    getattr(usage, "cache_creation_input_tokens", 0) or 0
+                )
             try:
                 await self.record_usage(tokens, sent, tool_choice)
             except Exception as exc:  # noqa: BLE001 - a count that fails must not fail the call
@@ -243,11 +253,19 @@ class AgentManager(ContextManager):
         sent: tuple[str, list[dict]] | None = None,
         tool_choice: Any = None,
     ) -> AsyncGenerator:
-        """Pass a streamed response through; the last chunk's usage is recorded."""
+        """Pass a streamed response through; the last chunk's usage is recorded. A length
+        rejection that comes after the answer began cannot be retried: it is learned from and
+        raised."""
         last = None
-        async for chunk in chunks:
-            last = chunk
-            yield chunk
+        try:
+            async for chunk in chunks:
+                last = chunk
+                yield chunk
+        except Exception as exc:
+            rejection = length_rejection(exc)
+            if rejection is not None:
+                await self.learn_rejection(rejection)
+            raise
         if last is not None:
             await self.usage_seen(last, sent, tool_choice)
 

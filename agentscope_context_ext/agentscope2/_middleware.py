@@ -198,11 +198,15 @@ class ContextMiddleware(MiddlewareBase):
                 response = await with_first_chunk(await next_handler(**input_kwargs))
             except Exception as exc:
                 rejection = length_rejection(exc)
-                if rejection is None:
+                # 2.x calls the model again on a failure (max_retries): one recovery a step.
+                step = (agent.state.reply_id, agent.state.cur_iter)
+                if rejection is None or manager.recovered_step == step:
                     raise
+                manager.recovered_step = step
                 # The provider counted more than we did: compact, and retry once with the
                 # context as it is now (a second rejection is raised as it is).
-                await manager.recover_overflow(rejection)
+                if await manager.recover_overflow(rejection) is None:
+                    raise
                 input_kwargs = manager.retry_input(input_kwargs)
                 response = await next_handler(**input_kwargs)
         finally:

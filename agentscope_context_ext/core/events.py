@@ -196,6 +196,9 @@ class ProviderOverflowRecovered(ContextEvent):
     provider_tokens: int | None
     provider_limit: int | None
     shift: int
+    """What every count adds now for the tokens the provider counts more than we do."""
+    window: int
+    """The window prompts are fitted in now (smaller when the provider's is)."""
     error: str
 
 

@@ -122,7 +122,6 @@ class ContextManager(ABC):
         self.config = config
         self.port = port
         self.counter = counter
-        self.max_input_tokens = max_input_tokens
         self.workspace = workspace
         self.storage = storage
         self.dialog_store = dialog_store
@@ -247,16 +246,30 @@ class ContextManager(ABC):
         count = await self.pipeline.count(sys_prompt, tools)
         self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
 
-    async def recover_overflow(self, rejection: LengthRejection) -> PromptCount:
-        """The provider rejected a call for its length: compact for one retry and learn the
-        gap (``ContextPipeline.recover_overflow``). Raises ``ContextOverflowError`` when the
-        prompt still cannot fit. The time counts as hook time."""
+    async def recover_overflow(self, rejection: LengthRejection) -> PromptCount | None:
+        """The provider rejected a call for its length: learn what it said and compact for
+        one retry (``ContextPipeline.recover_overflow``); ``None`` when nothing about the prompt
+        can help (raise the provider's error). Raises ``ContextOverflowError`` when the prompt
+        still cannot fit. The time counts as hook time."""
         started = time.perf_counter()
         try:
             sys_prompt, tools = await self.prompt_parts()
             return await self.pipeline.recover_overflow(sys_prompt, tools, rejection)
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
+
+    async def learn_rejection(self, rejection: LengthRejection) -> None:
+        """A length rejection that came after the answer began (a retry is no longer
+        possible): learn from it, so that the next calls fit."""
+        sys_prompt, tools = await self.prompt_parts()
+        count = await self.pipeline.count(sys_prompt, tools)
+        self.pipeline.learn_rejection(count.total - count.calibration, rejection)
+
+    @property
+    def max_input_tokens(self) -> int:
+        """The window prompts are fitted in (the configured one, or the provider's when it
+        showed it is smaller)."""
+        return self.pipeline.window
 
     # ---------------------------------------------------------------- public
 

@@ -5,7 +5,9 @@ differently, a window smaller than configured, room the provider keeps for the a
 the provider then rejects the call. Each one words it its own way; :func:`length_rejection`
 reads the exception (its message, its ``code``/``body``/``response`` text when the client keeps
 them, and the exceptions it was raised from) and, when it is a length rejection, the numbers
-the provider gave: its count of the prompt and its window, when it says them.
+the provider gave: its count of the prompt, its window and the room it keeps for the answer,
+when it says them. Only a specific wording counts (an error code, or a sentence with the
+provider's numbers): an error that merely quotes the user's words is not a length rejection.
 """
 
 from __future__ import annotations
@@ -19,39 +21,41 @@ from typing import Any
 
 __all__ = ["LengthRejection", "length_rejection", "with_first_chunk"]
 
-_PHRASES = (
-    "context_length_exceeded",  # OpenAI's error code
-    "maximum context length",  # OpenAI, vLLM, DeepSeek, Mistral
-    "context length exceeded",
-    "context_window_exceeded",
-    "exceeds the context window",
-    "exceeds the model's context",
-    "exceed_context_size",  # llama.cpp server
-    "exceeds the available context size",  # llama.cpp server
-    "prompt is too long",  # Anthropic, DashScope
-    "input is too long",  # Bedrock
-    "input length exceeds",  # Ollama
-    "exceeds maximum context length",
-    "range of input length should be",  # DashScope
-    "input tokens exceeds",
-    "input token count",  # Gemini
-    "reduce the length of the messages",
-    "too large for model with",  # Mistral
-)
-
 _NUMBER = r"(\d[\d,]*)"
+_REJECTIONS = (
+    # Each names a prompt-length rejection specifically (an error code, or a wording with the
+    # numbers the provider gives), so that an error which merely quotes the user's words ("what
+    # is the maximum context length of gpt-4o?") is not taken for one.
+    r"context_length_exceeded",  # OpenAI's error code
+    rf"maximum context length is {_NUMBER}",  # OpenAI, vLLM, DeepSeek
+    r"exceed_context_size_error",  # llama.cpp server's error type
+    rf"exceeds the available context size \(?{_NUMBER}",  # llama.cpp server
+    rf"prompt is too long: {_NUMBER}",  # Anthropic
+    rf"exceed context limit: {_NUMBER}",  # Anthropic, with max_tokens
+    r"input length exceeds (?:the )?maximum context length",  # Ollama
+    rf"range of input length should be \[\d+, ?{_NUMBER}\]",  # DashScope
+    rf"input token count \({_NUMBER}\) exceeds",  # Gemini
+    r"input is too long for requested model",  # Bedrock
+    rf"too large for model with {_NUMBER} maximum context length",  # Mistral
+)
 _PROMPT_PATTERNS = (
     rf"messages resulted in {_NUMBER} tokens",  # OpenAI
     rf"\({_NUMBER} in the messages",  # OpenAI, vLLM: "you requested N tokens (M in the messages, ..."
     rf"prompt is too long: {_NUMBER} tokens",  # Anthropic
+    rf"exceed context limit: {_NUMBER} \+",  # Anthropic: "... 188240 + 21333 > 200000"
     rf"input token count \({_NUMBER}\)",  # Gemini
     rf"request \({_NUMBER} tokens\)",  # llama.cpp
     rf"prompt contains {_NUMBER} tokens",  # Mistral
     rf"n_prompt_tokens\W+{_NUMBER}",  # llama.cpp's JSON body
 )
+_COMPLETION_PATTERNS = (
+    rf"{_NUMBER} in the completion",  # OpenAI, vLLM
+    rf"exceed context limit: \d[\d,]* \+ {_NUMBER}",  # Anthropic
+)
 _LIMIT_PATTERNS = (
     rf"maximum context length is {_NUMBER}",  # OpenAI, vLLM, DeepSeek
     rf"tokens > {_NUMBER} maximum",  # Anthropic
+    rf"exceed context limit: \d[\d,]* \+ \d[\d,]* > {_NUMBER}",  # Anthropic, with max_tokens
     rf"maximum number of tokens allowed \({_NUMBER}\)",  # Gemini
     rf"available context size \({_NUMBER}",  # llama.cpp
     rf"range of input length should be \[\d+, ?{_NUMBER}\]",  # DashScope
@@ -70,18 +74,21 @@ class LengthRejection:
     """Its count of the prompt, when it says it."""
     limit_tokens: int | None = None
     """Its window, when it says it."""
+    completion_tokens: int | None = None
+    """The room it keeps for the answer (``max_tokens``), when it says it."""
 
 
 def length_rejection(exc: BaseException) -> LengthRejection | None:
     """The length rejection ``exc`` is, or ``None`` for any other failure."""
     text = _error_text(exc)
     lowered = text.lower()
-    if not any(phrase in lowered for phrase in _PHRASES):
+    if not any(re.search(pattern, lowered) for pattern in _REJECTIONS):
         return None
     return LengthRejection(
         message=" ".join(text.split())[:300],
         prompt_tokens=_first_number(_PROMPT_PATTERNS, lowered),
         limit_tokens=_first_number(_LIMIT_PATTERNS, lowered),
+        completion_tokens=_first_number(_COMPLETION_PATTERNS, lowered),
     )
 
 

@@ -14,6 +14,7 @@ from ._summary_writer import CallModel, SummaryResult, SummaryWriter, final_resp
 from ._tally import PromptCount, TokenTally, message_bound
 from ._tool_results import ResultTruncator, StreamAllowance
 from ._window import WindowGuard
+from ._window_size import Window
 
 __all__ = [
     "DIALOG_TOOL_NAMES",
@@ -40,6 +41,7 @@ __all__ = [
     "TokenTally",
     "ToolOffer",
     "TruncationOutcome",
+    "Window",
     "WindowGuard",
     "build_pipeline",
     "choose_cut",

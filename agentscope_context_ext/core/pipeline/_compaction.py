@@ -40,6 +40,7 @@ from ._port import ContextPort
 from ._stage_two import StageTwo
 from ._summary_writer import SummaryWriter
 from ._tally import PromptCount, TokenTally
+from ._window_size import Window
 
 __all__ = ["SUMMARY_FILE", "Compaction", "cut_item"]
 
@@ -71,7 +72,7 @@ class Compaction:
         results (`ToolResultStore`): Saved outputs, read back whole for the summary.
         counter (`TokenCounter`): Forgets the counts of messages that left.
         bus (`EventBus`): Events.
-        max_input_tokens (`int`): The window.
+        window (`Window`): The window prompts are fitted in.
         notify (`Callable | None`): Prints a notice (console, Studio).
         faults (`SaveFaults | None`): Where a failed dialog write is recorded (the pipeline's).
     """
@@ -88,7 +89,7 @@ class Compaction:
         results: ToolResultStore,
         counter: TokenCounter,
         bus: EventBus,
-        max_input_tokens: int,
+        window: Window,
         notify: Notify | None = None,
         faults: SaveFaults | None = None,
     ) -> None:
@@ -103,14 +104,19 @@ class Compaction:
         self.results = results
         self.counter = counter
         self.bus = bus
-        self.max_input_tokens = max_input_tokens
+        self.window = window
         self.notify = notify
         self._failed_at: int | None = None
 
     @property
+    def max_input_tokens(self) -> int:
+        """The window now."""
+        return self.window.tokens
+
+    @property
     def trigger_tokens(self) -> int:
         """Compaction starts above this many prompt tokens."""
-        return int(self.config.compaction.trigger_ratio * self.max_input_tokens)
+        return int(self.config.compaction.trigger_ratio * self.window.tokens)
 
     async def run(
         self,

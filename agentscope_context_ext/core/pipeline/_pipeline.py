@@ -49,6 +49,7 @@ from ._summary_writer import CallModel, SummaryWriter
 from ._tally import PromptCount, TokenTally
 from ._tool_results import ResultTruncator, StreamAllowance
 from ._window import WindowGuard
+from ._window_size import Window
 
 __all__ = ["ContextPipeline", "PipelineParts", "PromptCounter", "build_pipeline"]
 
@@ -117,23 +118,43 @@ class PromptCounter:
         self.bus.stats.token_count_error = round(
             (ours - provider_input_tokens) / provider_input_tokens, 5
         )
-        self.usage_shift = provider_input_tokens - ours
+        # A provider that reports less than half our count leaves tokens out of its usage (a
+        # prompt cache it does not count there): nothing to learn. Otherwise it may count up to
+        # a tenth less than we do (another tokenizer); more would let prompts over the window
+        # through if its report is short of what it bills.
+        if provider_input_tokens * 2 < ours:
+            return
+        self.usage_shift = max(provider_input_tokens - ours, -(ours // 10))
 
-    def learn_rejection(self, rejection: LengthRejection, ours: int, window: int) -> int:
-        """The provider rejected a prompt we counted as ``ours`` tokens (without shifts): shift
-        the counts so that such a prompt counts as over the window from now on. Uses the
-        provider's own count and window when it said them; returns the new shift."""
-        gap = 0
+    def learn_rejection(self, rejection: LengthRejection, ours: int, window: Window) -> bool:
+        """The provider rejected a prompt we counted as ``ours`` tokens (without shifts): learn
+        what its numbers say. Its window, less the room it keeps for the answer, when smaller
+        than ours, becomes the window (``window.lower_to``); its count of the prompt, when
+        larger than ours, becomes a shift of every count. With no numbers at all, its window is
+        taken to be just under what we sent. Returns ``False`` when nothing about the prompt
+        can help: the room for the answer alone fills its window, its own count shows the
+        prompt within it, or the window that would follow is under a quarter of ours (the
+        error is raised as it is)."""
+        room = None
+        learned = False
+        if rejection.limit_tokens is not None:
+            room = rejection.limit_tokens - (rejection.completion_tokens or 0)
+            if room <= 0:
+                return False
+            learned = window.lower_to(room)
         if rejection.prompt_tokens is not None:
             gap = rejection.prompt_tokens - ours
-        if rejection.limit_tokens is not None and rejection.limit_tokens < window:
-            gap += window - rejection.limit_tokens
-        if gap <= 0:
-            # It said nothing we can use (or counts less than we do, and still refused): what we
-            # counted is, for this provider, more than the window holds.
-            gap = window - ours + max(1, window // 50)
-        self.overflow_shift = max(self.overflow_shift, gap)
-        return self.overflow_shift
+            if gap > 0:
+                self.overflow_shift = max(self.overflow_shift, gap)
+                learned = True
+            elif room is not None and rejection.prompt_tokens <= room and not learned:
+                return False
+        if not learned:
+            cap = int(ours * 0.95)
+            if cap < window.configured // 4:
+                return False
+            window.lower_to(cap)
+        return True
 
 
 @dataclass
@@ -151,7 +172,7 @@ class PipelineParts:
     dialog_store: DialogStore
     tool_result_store: ToolResultStore
     bus: EventBus
-    max_input_tokens: int
+    window: Window
     faults: SaveFaults
     guard: WindowGuard
     offer: ToolOffer
@@ -178,6 +199,12 @@ class ContextPipeline:
         """Compaction starts above this many prompt tokens."""
         return self.parts.compaction.trigger_tokens
 
+    @property
+    def window(self) -> int:
+        """The window prompts are fitted in now (the configured one, or the provider's when
+        it showed it is smaller)."""
+        return self.parts.window.tokens
+
     async def before_reasoning(self, sys_prompt: str, tools: list[dict] | None) -> PromptCount:
         """The whole pipeline, as run before a model call."""
         await self.run_stage_one()
@@ -201,7 +228,7 @@ class ContextPipeline:
         guard = self.parts.guard
         count = await guard.fit(sys_prompt, tools, count)
         await self._report_faults()
-        if self.parts.faults.open and count.total > self.parts.max_input_tokens:
+        if self.parts.faults.open and count.total > self.parts.window.tokens:
             await self._refuse(sys_prompt, tools)
         await guard.check(sys_prompt, tools, count)
         self.counted_tools = tuple(tool_name(tool) for tool in self.offered_tools(tools))
@@ -209,19 +236,23 @@ class ContextPipeline:
 
     async def recover_overflow(
         self, sys_prompt: str, tools: list[dict] | None, rejection: LengthRejection
-    ) -> PromptCount:
-        """The provider rejected the last call for its length: learn the gap (the next
-        compaction comes earlier), then compact as far as a pair-safe cut allows and fit the
-        window, for one retry. Raises :class:`ContextOverflowError` when even that cannot fit.
-        """
+    ) -> PromptCount | None:
+        """The provider rejected the last call for its length: learn what it said (the next
+        compaction comes earlier, see :meth:`PromptCounter.learn_rejection`), then compact as
+        far as a pair-safe cut allows and fit the window, for one retry. ``None`` when nothing
+        about the prompt can help (the caller raises the provider's error). Raises
+        :class:`ContextOverflowError` when even a compacted prompt cannot fit."""
         before = await self.count(sys_prompt, tools)
-        shift = self.count.learn_rejection(
-            rejection, before.total - before.calibration, self.parts.max_input_tokens
-        )
-        count = await self.count(sys_prompt, tools)
+        ours = before.total - before.calibration
+        window_before = self.parts.window.tokens
+        if not self.count.learn_rejection(rejection, ours, self.parts.window):
+            return None
+        if self.parts.window.tokens != window_before:
+            self.parts.truncator.window_changed()
+        before = await self.count(sys_prompt, tools)  # the same prompt, as we count it now
         await self.parts.stage_two.run(force=True, include_recent=True)
         if self.config.compaction.enabled:
-            count = await self.parts.compaction.run(sys_prompt, tools, count, force=True)
+            count = await self.parts.compaction.run(sys_prompt, tools, before, force=True)
         else:
             count = await self.count(sys_prompt, tools)
         count = await self._within_window(sys_prompt, tools, count)
@@ -231,11 +262,18 @@ class ContextPipeline:
                 tokens_after=count.total,
                 provider_tokens=rejection.prompt_tokens,
                 provider_limit=rejection.limit_tokens,
-                shift=shift,
+                shift=self.count.overflow_shift,
+                window=self.parts.window.tokens,
                 error=rejection.message,
             )
         )
         return count
+
+    def learn_rejection(self, ours: int, rejection: LengthRejection) -> None:
+        """A rejection that came too late to retry (after the answer began): learn from it
+        only, so that the next calls fit (``ours``: our count of that prompt, unshifted)."""
+        if self.count.learn_rejection(rejection, ours, self.parts.window):
+            self.parts.truncator.window_changed()
 
     def _live_keys(self) -> set[str]:
         """The call ids and message ids in the context (what a save failure can be about)."""
@@ -258,7 +296,7 @@ class ContextPipeline:
         faults = self.parts.faults
         faults.forget_unless(self._live_keys())  # only what still weighs on this prompt
         count = await self.count(sys_prompt, tools)  # exact: never refuse on a bound
-        window = self.parts.max_input_tokens
+        window = self.parts.window.tokens
         if not faults.open or count.total <= window:
             return
         fault = faults.open[-1]
@@ -415,11 +453,12 @@ def build_pipeline(
         read_file_name (`str`): The name of this package's ``read_file`` tool.
     """
     faults = SaveFaults()
+    window = Window(max_input_tokens)
     truncator = ResultTruncator(
         config.truncation,
         tool_result_store,
         counter,
-        max_result_tokens=config.truncation.result_tokens(max_input_tokens),
+        window,
         read_file_name=read_file_name,
         faults=faults,
     )
@@ -445,11 +484,11 @@ def build_pipeline(
         tool_result_store,
         counter,
         bus,
-        max_input_tokens,
+        window,
         notify,
         faults=faults,
     )
-    guard = WindowGuard(config, port, count, truncator, stage_two, bus, max_input_tokens)
+    guard = WindowGuard(config, port, count, truncator, stage_two, bus, window)
     parts = PipelineParts(
         config,
         port,
@@ -462,7 +501,7 @@ def build_pipeline(
         dialog_store,
         tool_result_store,
         bus,
-        max_input_tokens,
+        window,
         faults,
         guard,
         offer,

@@ -52,13 +52,18 @@ class StageTwo:
             return ids
         return ids[:-recent]
 
-    async def run(self, force: bool = False, include_recent: bool = False) -> int:
-        """Cut old results (``batched``: only if worth it or ``force``); returns tokens saved."""
+    async def run(
+        self, force: bool = False, include_recent: bool = False, keep_recent_media: bool = False
+    ) -> int:
+        """Cut old results (``batched``: only if worth it or ``force``); returns tokens saved.
+        ``keep_recent_media``: with ``include_recent``, the recent results keep their media
+        blocks (only their text is cut)."""
         if not self.config.enabled:
             return 0
         old = [m for m in self.old_messages(include_recent) if m not in self._settled]
         if self.eager or force:
-            return await self._cut(old, self._candidates(old))
+            recent = set(old) - set(self.old_messages()) if keep_recent_media else set()
+            return await self._cut(old, self._candidates(old), keep_media=recent)
         # batched: the gains of waiting messages are known; look only at newly old ones.
         self._waiting = {m: self._waiting[m] for m in old if m in self._waiting}
         fresh = [m for m in old if m not in self._waiting]
@@ -89,14 +94,16 @@ class StageTwo:
             if self.truncator.needs_stage_two(slot)
         ]
 
-    async def _cut(self, old: list[str], candidates: list) -> int:
+    async def _cut(
+        self, old: list[str], candidates: list, keep_media: set[str] = frozenset()
+    ) -> int:
         saved = 0
         failed: set[str] = set()
         changes: dict[str, dict[str, ResultChange]] = {}
         outcomes = []
         for msg_id, slot in candidates:
             try:
-                change, outcome = self.truncator.stage_two(slot)
+                change, outcome = self.truncator.stage_two(slot, keep_media=msg_id in keep_media)
             except Exception as exc:  # noqa: BLE001 - leave this result as it is
                 failed.add(msg_id)
                 await self.bus.emit(ContextWarning(where="stage_two", error=repr(exc)[:300]))

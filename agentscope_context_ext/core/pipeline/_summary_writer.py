@@ -193,15 +193,45 @@ class SummaryWriter:
         return None
 
     def _chunks(self, rendered: Sequence[str]) -> list[str]:
-        """The rendered messages joined into chunks that each fit in half the model's window."""
+        """The rendered messages joined into chunks that each fit in half the model's window
+        (the other half holds the instruction and the running summary). A message larger than
+        that alone (on 2.x one message holds every result of a step) is split at line breaks
+        first, so no call is sent over the compaction model's window."""
         budget = max(self.max_input_tokens // 2, 1024)
         chunks: list[list[str]] = [[]]
         used = 0
-        for text in rendered:
-            tokens = self.counter.count_text(text)
-            if chunks[-1] and used + tokens > budget:
-                chunks.append([])
-                used = 0
-            chunks[-1].append(text)
-            used += tokens
+        for whole in rendered:
+            for text in self._pieces(whole, budget):
+                tokens = self.counter.count_text(text)
+                if chunks[-1] and used + tokens > budget:
+                    chunks.append([])
+                    used = 0
+                chunks[-1].append(text)
+                used += tokens
         return ["\n\n".join(chunk) for chunk in chunks if chunk]
+
+    def _pieces(self, text: str, budget: int) -> list[str]:
+        """``text`` in pieces of at most ``budget`` tokens, cut at line breaks where a line
+        fits (else inside the line)."""
+        if self.counter.count_text(text) <= budget:
+            return [text]
+        pieces: list[str] = []
+        current: list[str] = []
+        used = 0
+        for line in text.splitlines(keepends=True):
+            tokens = self.counter.count_text(line)
+            if tokens > budget:  # one huge line: cut it by characters, in proportion
+                step = max(1, len(line) * budget // (tokens + 1))
+                parts = [line[i : i + step] for i in range(0, len(line), step)]
+            else:
+                parts = [line]
+            for part in parts:
+                size = tokens if len(parts) == 1 else self.counter.count_text(part)
+                if current and used + size > budget:
+                    pieces.append("".join(current))
+                    current, used = [], 0
+                current.append(part)
+                used += size
+        if current:
+            pieces.append("".join(current))
+        return pieces

@@ -40,6 +40,7 @@ from ..truncation import (
 from ..workspace import ToolResultStore
 from ._faults import SaveFaults
 from ._slots import ResultChange, ResultSlot, TextSlot, TruncationOutcome
+from ._window_size import Window
 
 __all__ = ["ResultTruncator", "StreamAllowance"]
 
@@ -62,7 +63,7 @@ class ResultTruncator:
         config (`TruncationConfig`): Limits and policies.
         store (`ToolResultStore`): Where full texts (and old media) are saved.
         counter (`TokenCounter`): Measures the window share.
-        max_result_tokens (`int`): Token cap of one result (the window share).
+        window (`Window`): The window; one result takes at most ``max_window_share`` of it.
         read_file_name (`str`): Name of this package's ``read_file`` tool.
         faults (`SaveFaults | None`): Where failed saves are recorded (the pipeline's).
     """
@@ -72,7 +73,7 @@ class ResultTruncator:
         config: TruncationConfig,
         store: ToolResultStore,
         counter: TokenCounter,
-        max_result_tokens: int,
+        window: Window,
         read_file_name: str = "read_file",
         faults: SaveFaults | None = None,
     ) -> None:
@@ -80,12 +81,17 @@ class ResultTruncator:
         self.store = store
         self.faults = faults if faults is not None else SaveFaults()
         self.counter = counter
-        self.max_result_tokens = max(64, max_result_tokens)
+        self.window = window
         self.read_file_name = read_file_name
+        self.window_changed()
+        self._early: OrderedDict[str, tuple[str | None, dict[str, Any]]] = OrderedDict()
+
+    def window_changed(self) -> None:
+        """Take the window's size now: a result's token cap is its share of it."""
+        self.max_result_tokens = max(64, self.config.result_tokens(self.window.tokens))
         # A token cap turns into a byte budget only loosely (1 token is 1 to ~6 bytes): start
         # from 4 bytes per token and correct by measuring (_fit).
         self._max_result_bytes = self.max_result_tokens * 4
-        self._early: OrderedDict[str, tuple[str | None, dict[str, Any]]] = OrderedDict()
 
     # ------------------------------------------------------------------ stage one
 
@@ -183,14 +189,17 @@ class ResultTruncator:
         exempt = slot.state.get("exempt") or slot.tool in self.config.exempt_tools
         return not exempt and slot.state.get("stage", 0) < 2
 
-    def stage_two(self, slot: ResultSlot) -> tuple[ResultChange | None, TruncationOutcome | None]:
-        """Cut one old result down to the stage-two limit; replace its media by placeholders.
-        Results of exempt tools are never touched."""
+    def stage_two(
+        self, slot: ResultSlot, keep_media: bool = False
+    ) -> tuple[ResultChange | None, TruncationOutcome | None]:
+        """Cut one old result down to the stage-two limit; replace its media by placeholders
+        (unless ``keep_media``: then the result is looked at again later). Results of exempt
+        tools are never touched."""
         if not self.needs_stage_two(slot):
             return None, None
         state = slot.state
         limit = self._stage_two_limit(slot)
-        media, replaced = self._replace_media(slot)
+        media, replaced = (tuple(slot.media), 0) if keep_media else self._replace_media(slot)
         # A media block that could not be saved is kept, and the result looked at again later.
         done = 1 if any(isinstance(item, Media) for item in media) else 2
         text = slot.text
@@ -310,23 +319,34 @@ class ResultTruncator:
         new_outcome.notice_only = True
         return new_change, new_outcome
 
-    def offload_message_text(self, slot: TextSlot) -> tuple[str, TruncationOutcome] | None:
-        """A user's text that alone takes more than the window share, saved whole and cut to a
-        head excerpt with a notice, like a tool result at stage one (``read_file`` reads it
-        back). ``None`` when it fits, was cut before, or cannot be saved (a fault is
-        recorded)."""
+    def offload_message_text(
+        self, slot: TextSlot, parts: int = 1
+    ) -> tuple[str, TruncationOutcome] | None:
+        """A user's text that takes more than the window share, saved whole and cut to a head
+        excerpt with a notice, like a tool result at stage one (``read_file`` reads it back).
+        ``parts``: the text is one of that many parts of a message that takes more than the
+        share (each part alone may fit): its excerpt gets its part of the share. ``None`` when
+        it fits, was cut before, or cannot be saved (a fault is recorded)."""
         state, text = slot.state, slot.text
         if state.get("path") or not text:
             return None
         size = encoded_size(text)
-        if self._tokens_fit(text, size):
-            return None
-        result = ResultSlot(slot.key, "", text, state=state)
-        path = self._save(result, text, what="message")
-        if path is None:
-            return None
-        state.update(path=path, bytes=size)
         limit = min(self.config.first_max_bytes, self._max_result_bytes)
+        if parts > 1:
+            limit = max(256, limit // parts)
+            if size <= limit + RETRUNCATE_SLACK_BYTES:
+                return None
+        elif self._tokens_fit(text, size):
+            return None
+        try:  # a user's own words: kept for good (message/), never expired like outputs
+            path = self.store.save_message(text)
+        except Exception as exc:  # noqa: BLE001 - any failure to save keeps the text whole
+            logger.warning("cannot save a user's text (%s); keeping it whole", exc)
+            self.faults.failed("message", slot.key, self.store.directory, exc)
+            return None
+        self.faults.saved(slot.key)
+        result = ResultSlot(slot.key, "", text, state=state)
+        state.update(path=path, bytes=size)
         cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path, message=True), limit)
         _, outcome = self._change(result, cut, (), 1, path, size, size)
         return cut, outcome
@@ -342,14 +362,14 @@ class ResultTruncator:
 
     # ------------------------------------------------------------------ internals
 
-    def _save(self, slot: ResultSlot, text: str, what: str = "tool_result") -> str | None:
+    def _save(self, slot: ResultSlot, text: str) -> str | None:
         """Save ``text`` whole; ``None`` (and a recorded fault) when the workspace refuses."""
         try:
             path = self.store.save(text)
         except Exception as exc:  # noqa: BLE001 - any failure to save keeps the text whole
             logger.warning("cannot save tool result %s (%s); keeping it whole", slot.call_id, exc)
             slot.state["save_failed"] = str(exc)[:300]
-            self.faults.failed(what, slot.call_id, self.store.directory, exc)
+            self.faults.failed("tool_result", slot.call_id, self.store.directory, exc)
             return None
         slot.state.pop("save_failed", None)
         self.faults.saved(slot.call_id)

@@ -41,6 +41,7 @@ from ._slots import ResultChange, outcome_data
 from ._stage_two import StageTwo
 from ._tally import PromptCount
 from ._tool_results import ResultTruncator
+from ._window_size import Window
 
 __all__ = ["WindowGuard"]
 
@@ -57,7 +58,7 @@ class WindowGuard:
         truncator (`ResultTruncator`): Cuts a result to its notice, offloads a user's text.
         stage_two (`StageTwo`): Stage two on every result.
         bus (`EventBus`): Events.
-        max_input_tokens (`int`): The window.
+        window (`Window`): The window prompts are fitted in.
     """
 
     def __init__(
@@ -68,7 +69,7 @@ class WindowGuard:
         truncator: ResultTruncator,
         stage_two: StageTwo,
         bus: EventBus,
-        max_input_tokens: int,
+        window: Window,
     ) -> None:
         self.config = config
         self.port = port
@@ -76,13 +77,18 @@ class WindowGuard:
         self.truncator = truncator
         self.stage_two = stage_two
         self.bus = bus
-        self.max_input_tokens = max_input_tokens
+        self.window = window
         self._overflow_state: tuple[int, int] | None = None
+
+    @property
+    def max_input_tokens(self) -> int:
+        """The window now."""
+        return self.window.tokens
 
     @property
     def trigger_tokens(self) -> int:
         """Compaction starts above this many prompt tokens."""
-        return int(self.config.compaction.trigger_ratio * self.max_input_tokens)
+        return int(self.config.compaction.trigger_ratio * self.window.tokens)
 
     async def fit(
         self, sys_prompt: str, tools: list[dict] | None, count: PromptCount
@@ -91,7 +97,9 @@ class WindowGuard:
         trigger, window = self.trigger_tokens, self.max_input_tokens
         if count.total <= trigger or not self.config.truncation.enabled:
             return count
-        if await self.stage_two.run(force=True, include_recent=True):
+        # The newest step's images stay for now (the model asked for them; step 2 takes them
+        # only if still needed).
+        if await self.stage_two.run(force=True, include_recent=True, keep_recent_media=True):
             count = await self.count(sys_prompt, tools)
         if count.total > trigger:
             count = await self._results_to_notices(sys_prompt, tools, count, trigger)
@@ -139,13 +147,14 @@ class WindowGuard:
             "system": "the system prompt",
             "tools": "the tool schemas",
             "summary": "the summary and long-term memory",
-            "messages": "the messages (tool results are down to their notices)",
+            "messages": "the messages (what is left of them cannot be offloaded: the "
+            "notices, the assistant's words and tool calls, results of exempt tools)",
             "calibration": "the provider's count over ours",
         }
         largest = max(parts, key=lambda name: parts[name])
         breakdown = ", ".join(f"{names[name]} {tokens:,}" for name, tokens in parts.items())
         offloaded = (
-            "after every tool result and large user message was offloaded"
+            "after every tool result and large user message that could be was offloaded"
             if self.config.truncation.enabled
             else "with truncation off"
         )
@@ -206,14 +215,25 @@ class WindowGuard:
         """Each user text over the window share saved and cut to a head excerpt, oldest
         message first, until the count is at most ``target``."""
         port, truncator = self.port, self.truncator
+        count_text = truncator.counter.count_text
         for msg_id in port.message_ids():
+            slots = port.user_text_slots(msg_id)
+            if not slots:
+                continue
+            # A message in many parts can take the room though no part alone is over the
+            # share: its largest parts go first until the message is within it.
+            sizes = {slot.key: count_text(slot.text) for slot in slots}
+            larger = sum(sizes.values()) > truncator.max_result_tokens
             changes: dict[str, str] = {}
             outcomes = []
-            for slot in port.user_text_slots(msg_id):
-                done = truncator.offload_message_text(slot)
+            for slot in sorted(slots, key=lambda s: -sizes[s.key]):
+                done = truncator.offload_message_text(slot, len(slots) if larger else 1)
                 if done is not None:
                     changes[slot.key] = done[0]
                     outcomes.append(done[1])
+                    sizes[slot.key] = count_text(done[0])
+                if larger and sum(sizes.values()) <= truncator.max_result_tokens:
+                    break
             if not changes:
                 continue
             port.apply_texts(msg_id, changes)

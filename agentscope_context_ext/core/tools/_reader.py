@@ -27,6 +27,7 @@ _BINARY_SNIFF_BYTES = 8192
 
 
 _SAVED_RESULT_RE = re.compile(r"(?:^|/)tool_result/[0-9a-f]{32}\.\w+$")
+_SAVED_MESSAGE_RE = re.compile(r"message/[0-9a-f]{32}\.txt")
 
 
 class ReadFileError(ValueError):
@@ -112,11 +113,16 @@ class FileReader:
         return candidate
 
     def _stored(self, file_path: str) -> io.BytesIO | None:
-        """A saved tool result of a workspace that is not a folder (Redis), read whole; ``None``
-        for a path on disk."""
+        """A saved tool result or user text of a workspace that is not a folder (Redis), read
+        whole; ``None`` for a path on disk."""
         if self.storage is None or not isinstance(file_path, str):
             return None
         key = file_path.strip().replace("\\", "/")
+        if _SAVED_MESSAGE_RE.fullmatch(key):
+            data = self.storage.read(key)
+            if data is None:
+                raise ReadFileError(f"file not found: {file_path}")
+            return io.BytesIO(data)
         if not _SAVED_RESULT_RE.fullmatch(key) or not key.startswith("tool_result/"):
             return None
         data = self.storage.read(key)

@@ -24,6 +24,7 @@ from ._storage import (
 )
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,
+    MESSAGE_DIRNAME,
     TOOL_RESULT_DIRNAME,
     ToolResultStore,
     saved_paths,
@@ -32,6 +33,7 @@ from ._tool_result_store import (
 __all__ = [
     "CLEANUP_INTERVAL_SECONDS",
     "DIALOG_DIRNAME",
+    "MESSAGE_DIRNAME",
     "TOOL_RESULT_DIRNAME",
     "DialogRecord",
     "DialogRef",

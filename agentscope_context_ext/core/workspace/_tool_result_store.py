@@ -6,6 +6,9 @@ cleanup deletes only what this store could have written (regular files named lik
 ``tool_result/``), never follows a symlink, and runs at start and at most once an hour after.
 Files that a live message or the summary still names are kept whatever their age (the caller
 passes them as ``keep``); what only a saved dialog line names expires, and ``read_file`` says so.
+
+A user's own words offloaded because they alone would not fit the window go to
+``message/<32 hex>.txt`` instead, and are kept like ``dialog/``: they never expire.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from ._storage import Storage, open_storage
 logger = logging.getLogger("agentscope_context_ext")
 
 TOOL_RESULT_DIRNAME = "tool_result"
+MESSAGE_DIRNAME = "message"
+"""Where an offloaded user text goes (kept for good, like ``dialog/``)."""
 MEDIA_SUFFIXES = ("png", "jpg", "gif", "webp", "wav", "mp3", "mp4", "bin")
 """Extensions of saved media copies (old images/audio/video replaced by a placeholder)."""
 _NAME_RE = re.compile(r"^[0-9a-f]{32}\.(txt|" + "|".join(MEDIA_SUFFIXES) + r")$")
@@ -96,6 +101,19 @@ class ToolResultStore:
         data = encode_text(text)
         return self._save(data, f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.txt")
 
+    def save_message(self, text: str) -> str:
+        """Write a user's text to ``message/<32 hex>.txt`` (kept for good: no TTL, no cleanup)
+        and return that relative path.
+
+        Raises:
+            `OSError`: The file could not be written; the caller keeps the text.
+        """
+        data = encode_text(text)
+        key = f"{MESSAGE_DIRNAME}/{hashlib.blake2b(data, digest_size=16).hexdigest()}.txt"
+        if self.storage.size(key) != len(data):
+            self.storage.write(key, data)
+        return key
+
     def _save(self, data: bytes, name: str) -> str:
         key = f"{TOOL_RESULT_DIRNAME}/{name}"
         ttl = self.ttl_days * 86400.0  # used by backends that expire keys themselves (Redis)
@@ -119,7 +137,7 @@ class ToolResultStore:
         """
         if not self.is_own_path(relative_path):
             return None
-        key = f"{TOOL_RESULT_DIRNAME}/{relative_path.replace(chr(92), '/').rpartition('/')[2]}"
+        key = relative_path.replace(chr(92), "/")
         try:
             data = self.storage.read(key, max_bytes)
         except OSError:
@@ -129,6 +147,8 @@ class ToolResultStore:
     def is_own_path(self, relative_path: str) -> bool:
         """Whether ``relative_path`` names a file this store writes (by shape, not existence)."""
         head, _, name = relative_path.replace("\\", "/").rpartition("/")
+        if head == MESSAGE_DIRNAME:
+            return bool(_NAME_RE.match(name)) and name.endswith(".txt")
         return head == TOOL_RESULT_DIRNAME and bool(_NAME_RE.match(name))
 
     def cleanup(self, ttl_days: float | None = None, keep: Iterable[str] = ()) -> list[str]:
