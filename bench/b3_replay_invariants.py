@@ -13,8 +13,7 @@ import tempfile
 from pathlib import Path
 
 from agentscope_context_ext import ContextConfig
-from agentscope_context_ext.replay import load_transcripts, replay_transcript
-from agentscope_context_ext.replay._report import aggregate
+from agentscope_context_ext.replay import aggregate, load_transcripts, replay_transcript
 
 from ._data import shared_files
 
