@@ -10,7 +10,13 @@ import pytest
 
 from agentscope_context_ext.core.config import TruncationConfig
 from agentscope_context_ext.core.messages import Media
-from agentscope_context_ext.core.pipeline import ResultSlot, ResultTruncator, SaveFaults, Window
+from agentscope_context_ext.core.pipeline import (
+    ResultSlot,
+    ResultTruncator,
+    SaveFaults,
+    TruncationRecord,
+    Window,
+)
 from agentscope_context_ext.core.tokens import get_token_counter
 from agentscope_context_ext.core.truncation import split_notice, truncate_fresh
 from agentscope_context_ext.core.workspace import ToolResultStore
@@ -77,14 +83,14 @@ def test_stage_one(
     tool_input = {k: (str(source) if v == "SRC" else v) for k, v in tool_input.items()}
     if text == "NOTICE":
         text = read_notice_text(source)
-    slot = ResultSlot("c1", tool, text, (), tool_input, {})
+    slot = ResultSlot("c1", tool, text, (), tool_input)
     change, outcome = truncator(workspace).stage_one(slot)
     assert (change is not None) == cut, case
     for key, value in state.items():
         if isinstance(value, str) and value.endswith("/"):
-            assert slot.state[key].startswith(value), case
+            assert getattr(slot.record, key).startswith(value), case
         else:
-            assert slot.state[key] == value, case
+            assert getattr(slot.record, key) == value, case
     files = (
         list((workspace / "tool_result").glob("*")) if (workspace / "tool_result").is_dir() else []
     )
@@ -116,7 +122,7 @@ def test_stage_two(workspace: Path, tmp_path: Path, case, tool, make, cut, copie
     text = {"small": SMALL, "mid": MID, "big": BIG, "read_whole": MID}.get(make)
     if make == "read_cut":
         text = read_notice_text(source)
-    slot = ResultSlot("c1", tool, text, (), tool_input, {})
+    slot = ResultSlot("c1", tool, text, (), tool_input)
     change, _ = stages.stage_one(slot)
     if change is not None:
         slot.text = change.text
@@ -128,7 +134,7 @@ def test_stage_two(workspace: Path, tmp_path: Path, case, tool, make, cut, copie
         else []
     )
     assert len(after) == copies, case
-    assert slot.state["stage"] == 2 or slot.state.get("exempt"), case
+    assert slot.record.stage == 2 or slot.record.exempt, case
     if cut:
         excerpt, notice = split_notice(change.text)
         assert len(excerpt.encode()) <= CONFIG.second_max_bytes + 100, case
@@ -147,8 +153,6 @@ def test_old_media_become_placeholders_with_a_saved_copy(workspace: Path) -> Non
         "screenshot",
         "the page",
         (Media("image", "image/png", data=PNG), Media("image", "image/png", url="https://x/y.png")),
-        {},
-        {},
     )
     stages = truncator(workspace)
     assert stages.stage_one(slot) == (None, None), "recent media stay"
@@ -167,7 +171,7 @@ def test_a_window_share_cap_shortens_the_excerpt(workspace: Path) -> None:
     stages = ResultTruncator(
         CONFIG, ToolResultStore(workspace), get_token_counter("qwen"), Window(1200)
     )
-    slot = ResultSlot("c1", "shell", BIG, (), {}, {})
+    slot = ResultSlot("c1", "shell", BIG)
     change, outcome = stages.stage_one(slot)
     excerpt, _ = split_notice(change.text)
     assert get_token_counter("qwen").count_text(excerpt) <= 300 - 160
@@ -176,21 +180,21 @@ def test_a_window_share_cap_shortens_the_excerpt(workspace: Path) -> None:
 
 def test_a_failed_save_keeps_the_result_whole(workspace: Path) -> None:
     (workspace / "tool_result").write_text("a file where the folder should be")
-    slot = ResultSlot("c1", "shell", BIG, (), {}, {})
+    slot = ResultSlot("c1", "shell", BIG)
     stages = truncator(workspace)
     assert stages.stage_one(slot) == (None, None)
-    assert "save_failed" in slot.state and slot.state["stage"] == 0, "tried again next step"
+    assert slot.record.save_failed and slot.record.stage == 0, "tried again next step"
     assert [fault.key for fault in stages.faults.open] == ["c1"]
     assert [fault.key for fault in stages.faults.unreported()] == ["c1"]
     assert stages.faults.unreported() == [], "reported once"
     (workspace / "tool_result").unlink()  # space again
     change, _ = stages.stage_one(slot)
-    assert change is not None and stages.faults.open == [] and "save_failed" not in slot.state
+    assert change is not None and stages.faults.open == [] and slot.record.save_failed is None
 
 
 def test_media_that_cannot_be_saved_stays_in_the_context(workspace: Path) -> None:
     image = Media("image", "image/png", data=PNG)
-    slot = ResultSlot("c1", "screenshot", "the page", (image,), {}, {"stage": 1})
+    slot = ResultSlot("c1", "screenshot", "the page", (image,), record=TruncationRecord(stage=1))
     (workspace / "tool_result").write_text("a file where the folder should be")
     stages = truncator(workspace)
     change, _ = stages.stage_two(slot)
@@ -201,7 +205,7 @@ def test_media_that_cannot_be_saved_stays_in_the_context(workspace: Path) -> Non
 
 def test_media_that_is_not_base64_is_saved_as_text(workspace: Path) -> None:
     junk = "this is not base64 at all!"
-    slot = ResultSlot("c1", "screenshot", "", (Media("image", "image/png", data=junk),), {}, {})
+    slot = ResultSlot("c1", "screenshot", "", (Media("image", "image/png", data=junk),))
     change, _ = truncator(workspace).stage_two(slot)
     (placeholder,) = change.media
     assert "not valid base64" in placeholder
@@ -209,7 +213,7 @@ def test_media_that_is_not_base64_is_saved_as_text(workspace: Path) -> None:
 
 
 def test_an_exempt_tool_is_never_cut_even_unseen_by_stage_one(workspace: Path) -> None:
-    slot = ResultSlot("c1", "raw", BIG, (), {}, {})  # e.g. added while truncation was off
+    slot = ResultSlot("c1", "raw", BIG)  # e.g. added while truncation was off
     stages = truncator(workspace)
     assert not stages.needs_stage_two(slot)
     assert stages.stage_two(slot) == (None, None)

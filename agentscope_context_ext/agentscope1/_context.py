@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentscope.formatter import FormatterBase
 from agentscope.message import Msg, TextBlock
 
 from ..core.messages import MEDIA_KINDS, Message
-from ..core.pipeline import ResultChange, ResultSlot, SavedText, TextSlot, message_bound
+from ..core.pipeline import (
+    ResultChange,
+    ResultSlot,
+    SavedText,
+    TextSlot,
+    TruncationRecord,
+    message_bound,
+)
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
 from ..core.truncation import sendable_text
@@ -104,7 +111,7 @@ class MemoryPort:
                     text=text,
                     media=media_of(output),
                     tool_input=self.memory.tool_input(call_id),
-                    state=states.setdefault(call_id, {}),
+                    record=TruncationRecord.from_dict(states.get(call_id)),
                 )
             )
         return slots
@@ -117,7 +124,6 @@ class MemoryPort:
             text=output_text(output) if _has_text(output) else None,
             media=media_of(output),
             tool_input=dict(tool_input) if isinstance(tool_input, dict) else {},
-            state={},
         )
 
     @staticmethod
@@ -125,8 +131,13 @@ class MemoryPort:
         """``output`` with ``change`` written into it, as :meth:`apply` writes it."""
         return _rebuild(output, ResultChange(sendable_text(change.text), change.media))
 
-    def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
+    def apply(
+        self, msg_id: str, slots: Sequence[ResultSlot], changes: Mapping[str, ResultChange]
+    ) -> None:
         msg = self._get(msg_id)
+        states = result_state(msg)
+        for slot in slots:
+            states[slot.call_id] = slot.record.to_dict()
         edited = False
         for block in _result_blocks(msg):
             change = changes.get(str(block.get("id")))
@@ -163,12 +174,17 @@ class MemoryPort:
             ]
         states = text_state(msg) if places else {}
         return [
-            TextSlot(f"{msg_id}#{index}", text, states.setdefault(str(index), {}))
+            TextSlot(f"{msg_id}#{index}", text, TruncationRecord.from_dict(states.get(str(index))))
             for index, text in places
         ]
 
-    def apply_texts(self, msg_id: str, changes: dict[str, str]) -> None:
+    def apply_texts(
+        self, msg_id: str, slots: Sequence[TextSlot], changes: Mapping[str, str]
+    ) -> None:
         msg = self._get(msg_id)
+        states = text_state(msg)
+        for slot in slots:
+            states[slot.key.rsplit("#", 1)[1]] = slot.record.to_dict()
         for key, text in changes.items():
             index = int(key.rsplit("#", 1)[1])
             if isinstance(msg.content, str):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentscope.message import (
@@ -29,7 +29,14 @@ from agentscope.message import (
 )
 
 from ..core.messages import Message
-from ..core.pipeline import ResultChange, ResultSlot, SavedText, TextSlot, message_bound
+from ..core.pipeline import (
+    ResultChange,
+    ResultSlot,
+    SavedText,
+    TextSlot,
+    TruncationRecord,
+    message_bound,
+)
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
 from ..core.truncation import sendable_text
@@ -43,17 +50,21 @@ META_KEY = "agentscope_context_ext"
 """Key of this package's records in ``ToolResultBlock.metadata`` and ``state.middle_context``."""
 
 
-def result_record(block: ToolResultBlock) -> dict[str, Any]:
-    """The truncation record of one tool result (created on first use)."""
+def result_record(block: ToolResultBlock) -> TruncationRecord:
+    """The truncation record of one tool result, as its ``metadata`` keeps it."""
+    metadata = block.metadata if isinstance(block.metadata, dict) else {}
+    return TruncationRecord.from_dict(metadata.get(META_KEY))
+
+
+def _keep_record(block: ToolResultBlock, record: TruncationRecord) -> None:
     if not isinstance(block.metadata, dict):
         block.metadata = {}
-    return block.metadata.setdefault(META_KEY, {})
+    block.metadata[META_KEY] = record.to_dict()
 
 
 def _unprocessed(segment: Segment) -> bool:
     return any(
-        isinstance(block, ToolResultBlock)
-        and not (block.metadata or {}).get(META_KEY, {}).get("stage", 0)
+        isinstance(block, ToolResultBlock) and not result_record(block).stage
         for block in segment.blocks
     )
 
@@ -272,17 +283,22 @@ class StatePort:
                     text=output_text(block.output) if has_text(block.output) else None,
                     media=media_of(block.output),
                     tool_input=tool_arguments(call) if call is not None else {},
-                    state=result_record(block),
+                    record=result_record(block),
                 )
             )
         return slots
 
-    def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
+    def apply(
+        self, msg_id: str, slots: Sequence[ResultSlot], changes: Mapping[str, ResultChange]
+    ) -> None:
         segment = self._get(msg_id)
+        records = {slot.call_id: slot.record for slot in slots}
         edited = False
         for block in segment.blocks:
             if not isinstance(block, ToolResultBlock):
                 continue
+            if str(block.id) in records:
+                _keep_record(block, records[str(block.id)])
             change = changes.get(str(block.id))
             if change is not None:
                 block.output = changed_output(block.output, change)
@@ -308,19 +324,24 @@ class StatePort:
         ]
         if not places:
             return []
-        metadata = segment.msg.metadata
-        states = metadata.setdefault(META_KEY, {}).setdefault("texts", {})
+        states = _text_records(segment.msg)
         return [
             TextSlot(
                 f"{msg_id}#{i}",
                 segment.msg.content[i].text,
-                states.setdefault(str(segment.msg.content[i].id or i), {}),
+                TruncationRecord.from_dict(states.get(str(segment.msg.content[i].id or i))),
             )
             for i in places
         ]
 
-    def apply_texts(self, msg_id: str, changes: dict[str, str]) -> None:
+    def apply_texts(
+        self, msg_id: str, slots: Sequence[TextSlot], changes: Mapping[str, str]
+    ) -> None:
         segment = self._get(msg_id)
+        states = _text_records(segment.msg)
+        for slot in slots:
+            index = int(slot.key.rsplit("#", 1)[1])
+            states[str(segment.msg.content[index].id or index)] = slot.record.to_dict()
         for key, text in changes.items():
             block = segment.msg.content[int(key.rsplit("#", 1)[1])]
             block.text = sendable_text(text)
@@ -386,6 +407,11 @@ class StatePort:
         if segment is None:
             raise KeyError(f"no message {msg_id} in the agent's context")
         return segment
+
+
+def _text_records(msg: Msg) -> dict[str, dict]:
+    """The records of ``msg``'s offloaded text parts, by block id (created on first use)."""
+    return msg.metadata.setdefault(META_KEY, {}).setdefault("texts", {})
 
 
 def _shape(state: Any) -> tuple:

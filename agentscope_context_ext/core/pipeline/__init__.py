@@ -8,7 +8,14 @@ from ._faults import SaveFault, SaveFaults
 from ._offer import DIALOG_TOOL_NAMES, ToolOffer, tool_name
 from ._pipeline import ContextPipeline, PipelineParts, PromptCounter, build_pipeline
 from ._port import ContextPort, SavedText
-from ._slots import ResultChange, ResultSlot, TextSlot, TruncationOutcome, outcome_data
+from ._slots import (
+    ResultChange,
+    ResultSlot,
+    TextSlot,
+    TruncationOutcome,
+    TruncationRecord,
+    outcome_data,
+)
 from ._stage_two import StageTwo
 from ._summary_writer import CallModel, SummaryResult, SummaryWriter, final_response
 from ._tally import PromptCount, TokenTally, message_bound
@@ -41,6 +48,7 @@ __all__ = [
     "TokenTally",
     "ToolOffer",
     "TruncationOutcome",
+    "TruncationRecord",
     "Window",
     "WindowGuard",
     "build_pipeline",

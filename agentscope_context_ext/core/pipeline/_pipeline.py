@@ -354,16 +354,17 @@ class ContextPipeline:
             outcomes = []
             try:
                 retry = False
-                for slot in port.result_slots(msg_id):
+                slots = port.result_slots(msg_id)
+                for slot in slots:
                     change, outcome = truncator.stage_one(slot)
                     if change is not None:
                         changes[slot.call_id] = change
                     if outcome is not None:
                         outcomes.append(outcome)
                     retry = retry or (
-                        slot.state.get("stage", 0) == 0 and "save_failed" in slot.state
+                        slot.record.stage == 0 and slot.record.save_failed is not None
                     )
-                port.apply(msg_id, changes)
+                port.apply(msg_id, slots, changes)
                 if retry:  # a save failed: the result stays whole, saved again next step
                     port.requeue(msg_id)
             except Exception as exc:  # noqa: BLE001 - keep the result whole, retry next step
@@ -398,8 +399,8 @@ class ContextPipeline:
         paths: set[str] = set()
         for msg_id in port.result_message_ids():
             for slot in port.result_slots(msg_id):
-                if slot.state.get("path"):
-                    paths.add(str(slot.state["path"]))
+                if slot.record.path:
+                    paths.add(slot.record.path)
                 paths |= saved_paths(slot.text or "")  # media copies are named in the text
         if port.summary is not None:
             paths |= saved_paths(port.summary.render())

@@ -8,7 +8,7 @@ formatter sends it, and how its messages are stored and removed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -49,21 +49,26 @@ class ContextPort(Protocol):
         ...
 
     def result_slots(self, msg_id: str) -> list[ResultSlot]:
-        """The tool results of a message; each slot's ``state`` is persisted with the message."""
+        """The tool results of a message, each with its record as the message keeps it."""
         ...
 
-    def apply(self, msg_id: str, changes: dict[str, ResultChange]) -> None:
-        """Write truncation changes (by call id) into the message; it counts as changed when
-        anything was written."""
+    def apply(
+        self, msg_id: str, slots: Sequence[ResultSlot], changes: Mapping[str, ResultChange]
+    ) -> None:
+        """Write back what the stages did: every slot's record, and the changed outputs (by
+        call id); the message counts as changed when an output was."""
         ...
 
     def user_text_slots(self, msg_id: str) -> list[TextSlot]:
-        """The text parts of a user's message (``[]`` for any other message); each slot's
-        ``state`` is persisted with the message."""
+        """The text parts of a user's message (``[]`` for any other message), each with its
+        record as the message keeps it."""
         ...
 
-    def apply_texts(self, msg_id: str, changes: dict[str, str]) -> None:
-        """Replace text parts of a user's message (by slot key); it counts as changed."""
+    def apply_texts(
+        self, msg_id: str, slots: Sequence[TextSlot], changes: Mapping[str, str]
+    ) -> None:
+        """Write back the slots' records and replace text parts (by slot key); it counts as
+        changed."""
         ...
 
     def one_step(self) -> AbstractContextManager[None]:

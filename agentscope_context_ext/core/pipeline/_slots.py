@@ -1,15 +1,75 @@
-"""What the truncation stages work with: one tool result (:class:`ResultSlot`), what to write back
-into it (:class:`ResultChange`), and what a stage did (:class:`TruncationOutcome`)."""
+"""What the truncation stages work with: one tool result (:class:`ResultSlot`) and its record
+(:class:`TruncationRecord`), what to write back into it (:class:`ResultChange`), and what a stage
+did (:class:`TruncationOutcome`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import Media
 
-__all__ = ["ResultChange", "ResultSlot", "TextSlot", "TruncationOutcome", "outcome_data"]
+__all__ = [
+    "ResultChange",
+    "ResultSlot",
+    "TextSlot",
+    "TruncationOutcome",
+    "TruncationRecord",
+    "outcome_data",
+]
+
+
+@dataclass
+class TruncationRecord:
+    """What the truncation stages did to one tool result (or one offloaded user text). The
+    stages change it; the adapter keeps it with the message (:meth:`to_dict` in its metadata,
+    :meth:`from_dict` back), so a result is processed once per stage, even after a reload."""
+
+    stage: int = 0
+    """0: not seen yet; 1: stage one done; 2: stage two done; 3: cut to its notice alone."""
+    path: str | None = None
+    """Where the whole text is: a ``tool_result/`` or ``message/`` file, or the source file a
+    ``read_file`` result came from."""
+    bytes: int = 0
+    """Size of the whole text, in UTF-8 bytes, when it was saved."""
+    markdown: bool | None = None
+    """Whether the Markdown limits apply (``None``: not decided yet)."""
+    exempt: bool = False
+    """The tool is in ``exempt_tools``: never cut."""
+    source_file: bool = False
+    """A ``read_file`` result: ``path`` is the file it read, never a copy."""
+    start_line: int = 1
+    """Where a ``read_file`` result began in its file (line, 1-based)..."""
+    start_byte: int = 0
+    """...and byte inside that line."""
+    save_failed: str | None = None
+    """Why the last save failed (the result stays whole and is saved again later)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields that differ from their defaults (what the adapter stores)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != f.default
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> TruncationRecord:
+        """A record from what :meth:`to_dict` stored (unknown keys ignored, a value of the
+        wrong type taken as its default: the metadata may have been edited)."""
+        record = cls()
+        for f in dataclasses.fields(cls):
+            value = (data or {}).get(f.name)
+            if value is None:
+                continue
+            kind = type(f.default) if f.default is not None else str
+            if f.name == "markdown":
+                kind = bool
+            if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+                setattr(record, f.name, value)
+        return record
 
 
 @dataclass
@@ -24,8 +84,8 @@ class ResultSlot:
     """The output's media blocks, in order."""
     tool_input: Mapping[str, Any] = field(default_factory=dict)
     """The arguments of the call it answers."""
-    state: dict[str, Any] = field(default_factory=dict)
-    """This result's record, mutated in place (the adapter persists it with the message)."""
+    record: TruncationRecord = field(default_factory=TruncationRecord)
+    """What the stages did to it; they change it, and the port writes it back (``apply``)."""
 
 
 @dataclass
@@ -36,8 +96,8 @@ class TextSlot:
     key: str
     """Which part of the message (the adapter's own key, e.g. the block's id or index)."""
     text: str
-    state: dict[str, Any] = field(default_factory=dict)
-    """This part's record, mutated in place (the adapter persists it with the message)."""
+    record: TruncationRecord = field(default_factory=TruncationRecord)
+    """Whether it was offloaded, and where; the port writes it back (``apply_texts``)."""
 
 
 @dataclass

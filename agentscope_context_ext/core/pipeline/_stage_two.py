@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..config import TruncationConfig
 from ..events import ContextWarning, EventBus, ToolResultRetruncated
 from ._port import ContextPort
-from ._slots import ResultChange, outcome_data
+from ._slots import ResultChange, ResultSlot, outcome_data
 from ._tool_results import ResultTruncator
 
 __all__ = ["StageTwo"]
@@ -99,9 +99,11 @@ class StageTwo:
     ) -> int:
         saved = 0
         failed: set[str] = set()
-        changes: dict[str, dict[str, ResultChange]] = {}
+        by_msg: dict[str, tuple[list[ResultSlot], dict[str, ResultChange]]] = {}
         outcomes = []
         for msg_id, slot in candidates:
+            slots, changes = by_msg.setdefault(msg_id, ([], {}))
+            slots.append(slot)
             try:
                 change, outcome = self.truncator.stage_two(slot, keep_media=msg_id in keep_media)
             except Exception as exc:  # noqa: BLE001 - leave this result as it is
@@ -111,12 +113,12 @@ class StageTwo:
             if self.truncator.needs_stage_two(slot):
                 failed.add(msg_id)  # a save failed: the result stays as it is, tried again later
             if change is not None:
-                changes.setdefault(msg_id, {})[slot.call_id] = change
+                changes[slot.call_id] = change
             if outcome is not None:
                 saved += outcome.tokens_before - outcome.tokens_after
                 outcomes.append(outcome)
-        for msg_id, by_call in changes.items():
-            self.port.apply(msg_id, by_call)
+        for msg_id, (slots, changes) in by_msg.items():
+            self.port.apply(msg_id, slots, changes)
         for outcome in outcomes:
             await self.bus.emit(ToolResultRetruncated(**outcome_data(outcome)))
         for msg_id in old:

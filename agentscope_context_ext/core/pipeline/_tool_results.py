@@ -3,7 +3,7 @@
 Stage one runs the moment a result arrives: text over the limit is saved whole to
 ``tool_result/`` FIRST, then replaced by excerpt + notice. Stage two runs on results older
 than the last ``recent_n`` tool-result messages and cuts them to ``second_max_bytes``. Each
-result's state (a small dict the adapter keeps with the message) records what was done, so a
+result's record (a :class:`TruncationRecord` the adapter keeps with the message) says what was done, so a
 result is processed once per stage, even after a session reload, and stage two re-cuts only
 notices this package wrote: a forged notice in a tool's output is treated as fresh text.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -102,8 +103,11 @@ class ResultTruncator:
         AgentScope Studio, the memory). The cut is remembered, so that :meth:`stage_one` adopts
         it when the same text reaches the memory instead of cutting it again."""
         change, outcome = self.stage_one(slot)
-        if slot.state.get("stage", 0) >= 1:
-            self._early[slot.call_id] = (change.text if change else slot.text, dict(slot.state))
+        if slot.record.stage >= 1:
+            self._early[slot.call_id] = (
+                change.text if change else slot.text,
+                dataclasses.replace(slot.record),
+            )
             self._early.move_to_end(slot.call_id)
             while len(self._early) > MAX_EARLY_RECORDS:
                 self._early.popitem(last=False)
@@ -111,8 +115,8 @@ class ResultTruncator:
 
     def stage_one(self, slot: ResultSlot) -> tuple[ResultChange | None, TruncationOutcome | None]:
         """Stage one for a result not processed yet (else nothing)."""
-        state = slot.state
-        if state.get("stage", 0) >= 1:
+        record = slot.record
+        if record.stage >= 1:
             return None, None
         early = self._early.pop(slot.call_id, None)
         if early is not None and slot.text in (
@@ -121,14 +125,14 @@ class ResultTruncator:
         ):
             # Cut when it left the tool (stage_one_early): the same text, so the same record. A
             # text that differs (a forged notice, an edit) is processed afresh below.
-            state.update(early[1])
+            slot.record = record = dataclasses.replace(early[1])
             return None, None
         source = _source_path(slot.tool_input)
         markdown = self.config.is_markdown(source)
         if slot.tool in self.config.exempt_tools:
-            state.update(stage=1, exempt=True)
+            record.stage, record.exempt = 1, True
             return None, None
-        state.update(stage=1, markdown=markdown)
+        record.stage, record.markdown = 1, markdown
         text = slot.text
         if text is None:
             return None, None
@@ -142,9 +146,9 @@ class ResultTruncator:
         path = self._save(slot, text)
         if path is None:
             # Never lose the result: it stays whole in memory and is tried again next step.
-            state["stage"] = 0
+            record.stage = 0
             return None, None
-        state.update(path=path, bytes=size)
+        record.path, record.bytes = path, size
         cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
         return self._change(slot, cut, slot.media, 1, path, size, size)
 
@@ -168,7 +172,7 @@ class ResultTruncator:
         """``read_file`` output: never copied; its notice (now or at stage two) names the source."""
         notice = split_notice(text)
         if notice is not None and notice[1].file_path == source:
-            slot.state.update(path=source, source_file=True)
+            slot.record.path, slot.record.source_file = source, True
             fitted = self._fit(text, limit)
             if fitted == text:
                 return None, None
@@ -177,17 +181,34 @@ class ResultTruncator:
             # Read whole: remember where it came from, so that stage two can cut it with a
             # notice to the source file instead of saving a copy.
             start_line, start_byte = _read_position(slot.tool_input)
-            slot.state.update(
-                path=source, source_file=True, start_line=start_line, start_byte=start_byte
-            )
+            record = slot.record
+            record.path, record.source_file = source, True
+            record.start_line, record.start_byte = start_line, start_byte
         return None, None
 
     # ------------------------------------------------------------------ stage two
 
     def needs_stage_two(self, slot: ResultSlot) -> bool:
         """Whether stage two has anything to look at in this (old) result."""
-        exempt = slot.state.get("exempt") or slot.tool in self.config.exempt_tools
-        return not exempt and slot.state.get("stage", 0) < 2
+        exempt = slot.record.exempt or slot.tool in self.config.exempt_tools
+        return not exempt and slot.record.stage < 2
+
+    def stage_two_cut(self, slot: ResultSlot) -> str | None:
+        """How stage two cuts this result's text: ``"notice"`` (re-cut an excerpt of ours),
+        ``"source"`` (a ``read_file`` result read whole: cut with a notice to its file),
+        ``"save"`` (saved first, then cut), or ``None`` (it fits, or it has no text). The one
+        decision both :meth:`stage_two` and :meth:`stage_two_preview` follow."""
+        text = slot.text
+        if not text:
+            return None
+        limit = self._stage_two_limit(slot)
+        record = slot.record
+        if record.path and split_notice(text) is not None:
+            return "notice" if retruncate(text, max_bytes=limit) != text else None
+        size = encoded_size(text)
+        if record.source_file:
+            return "source" if size > limit + RETRUNCATE_SLACK_BYTES else None
+        return "save" if size > limit else None
 
     def stage_two(
         self, slot: ResultSlot, keep_media: bool = False
@@ -197,49 +218,44 @@ class ResultTruncator:
         tools are never touched."""
         if not self.needs_stage_two(slot):
             return None, None
-        state = slot.state
+        record = slot.record
         limit = self._stage_two_limit(slot)
         media, replaced = (tuple(slot.media), 0) if keep_media else self._replace_media(slot)
         # A media block that could not be saved is kept, and the result looked at again later.
-        done = 1 if any(isinstance(item, Media) for item in media) else 2
-        text = slot.text
-        if text is None:
-            if done == 2:
-                state["stage"] = 2
-            if replaced:
-                change = ResultChange("", media)
-                return change, TruncationOutcome(
-                    2, slot.call_id, slot.tool, None, 0, 0, 0, 0, 0, replaced
-                )
-            return None, None
+        done = not any(isinstance(item, Media) for item in media)
+        text = slot.text or ""
         size = encoded_size(text)
-        path = state.get("path")
+        path = record.path
         offloaded = 0
-        if path and split_notice(text) is not None:
+        how = self.stage_two_cut(slot)
+        if how == "notice":
             new_text = retruncate(text, max_bytes=limit)
-        elif state.get("source_file") and size > limit + RETRUNCATE_SLACK_BYTES:
-            start_line = int(state.get("start_line", 1))
+        elif how == "source":
             new_text = truncate_fresh(
                 text,
                 max_bytes=limit,
                 file_path=path,
-                start_line=start_line,
-                total_lines=start_line - 1 + count_lines(text),
-                start_byte=int(state.get("start_byte", 0)),
+                start_line=record.start_line,
+                total_lines=record.start_line - 1 + count_lines(text),
+                start_byte=record.start_byte,
             )
-        elif size > limit:
+        elif how == "save":
             path = self._save(slot, text)
             if path is None:
                 return None, None  # not cut; stage two looks at it again later
             offloaded = size
-            state["path"] = path
+            record.path = path
             new_text = truncate_fresh(text, max_bytes=limit, file_path=path)
         else:
             new_text = text
-        if done == 2:
-            state["stage"] = 2
+        if done:
+            record.stage = 2
         if new_text == text and not replaced:
             return None, None
+        if slot.text is None:  # media only
+            return ResultChange("", media), TruncationOutcome(
+                2, slot.call_id, slot.tool, None, 0, 0, 0, 0, 0, replaced
+            )
         return self._change(slot, new_text, media, 2, path, size, offloaded, replaced)
 
     def stage_two_preview(self, slot: ResultSlot) -> tuple[bool, int]:
@@ -252,20 +268,12 @@ class ResultTruncator:
             return False, 0
         media = sum(1 for item in slot.media if isinstance(item, Media))
         changes, gain = media > 0, media * self.counter.media_token_cost
-        text = slot.text
-        if text:
-            limit = self._stage_two_limit(slot)
-            size = encoded_size(text)
-            if slot.state.get("path") and split_notice(text) is not None:
-                cut = retruncate(text, max_bytes=limit) != text
-            elif slot.state.get("source_file"):
-                cut = size > limit + RETRUNCATE_SLACK_BYTES
-            else:
-                cut = size > limit
-            if cut:
-                changes = True
-                tokens = self.counter.count_text(text)
-                gain += max(0, int(tokens * (1 - limit / size)) - NOTICE_TOKENS)
+        if self.stage_two_cut(slot) is not None:
+            text = slot.text or ""
+            limit, size = self._stage_two_limit(slot), encoded_size(text)
+            tokens = self.counter.count_text(text)
+            changes = True
+            gain += max(0, int(tokens * (1 - limit / size)) - NOTICE_TOKENS)
         return changes, gain
 
     # ------------------------------------------------------- the last resort
@@ -276,39 +284,34 @@ class ResultTruncator:
         to placeholders); a result that was never saved is saved now. One that cannot be saved,
         or that still holds media that could not be saved, stays as it is. Exempt results are
         never touched."""
-        state = slot.state
-        if (
-            state.get("exempt")
-            or slot.tool in self.config.exempt_tools
-            or state.get("stage", 0) >= 3
-        ):
+        record = slot.record
+        if record.exempt or slot.tool in self.config.exempt_tools or record.stage >= 3:
             return None, None
         change, outcome = self.stage_two(slot)
         text, media = (change.text, change.media) if change is not None else (slot.text, slot.media)
         if not text or any(isinstance(item, Media) for item in media):
             return change, outcome  # nothing to cut, or a media block that must stay
         offloaded = outcome.bytes_offloaded if outcome is not None else 0
-        path = state.get("path")
+        path = record.path
         if path is None:
             path = self._save(slot, text)
             if path is None:
                 return change, outcome
-            state["path"] = path
+            record.path = path
             offloaded = encoded_size(text)
         if split_notice(text) is None:  # whole until now: cut it with a notice first
-            start_line = int(state.get("start_line", 1))
             text = truncate_fresh(
                 text,
                 max_bytes=1,
                 file_path=path,
-                start_line=start_line,
-                total_lines=start_line - 1 + count_lines(text),
-                start_byte=int(state.get("start_byte", 0)),
+                start_line=record.start_line,
+                total_lines=record.start_line - 1 + count_lines(text),
+                start_byte=record.start_byte,
             )
         cut = notice_only(text)
         if cut is None:
             return change, outcome
-        state["stage"] = 3
+        record.stage = 3
         bytes_before = (
             outcome.bytes_before if outcome is not None else encoded_size(slot.text or "")
         )
@@ -327,8 +330,8 @@ class ResultTruncator:
         ``parts``: the text is one of that many parts of a message that takes more than the
         share (each part alone may fit): its excerpt gets its part of the share. ``None`` when
         it fits, was cut before, or cannot be saved (a fault is recorded)."""
-        state, text = slot.state, slot.text
-        if state.get("path") or not text:
+        record, text = slot.record, slot.text
+        if record.path or not text:
             return None
         size = encoded_size(text)
         limit = min(self.config.first_max_bytes, self._max_result_bytes)
@@ -345,19 +348,16 @@ class ResultTruncator:
             self.faults.failed("message", slot.key, self.store.directory, exc)
             return None
         self.faults.saved(slot.key)
-        result = ResultSlot(slot.key, "", text, state=state)
-        state.update(path=path, bytes=size)
+        result = ResultSlot(slot.key, "", text, record=record)
+        record.stage, record.path, record.bytes = 1, path, size
         cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path, message=True), limit)
         _, outcome = self._change(result, cut, (), 1, path, size, size)
         return cut, outcome
 
     def _stage_two_limit(self, slot: ResultSlot) -> int:
-        state = slot.state
-        markdown = (
-            state["markdown"]
-            if "markdown" in state
-            else self.config.is_markdown(_source_path(slot.tool_input))
-        )
+        markdown = slot.record.markdown
+        if markdown is None:
+            markdown = self.config.is_markdown(_source_path(slot.tool_input))
         return self.config.markdown_second_max_bytes if markdown else self.config.second_max_bytes
 
     # ------------------------------------------------------------------ internals
@@ -368,10 +368,10 @@ class ResultTruncator:
             path = self.store.save(text)
         except Exception as exc:  # noqa: BLE001 - any failure to save keeps the text whole
             logger.warning("cannot save tool result %s (%s); keeping it whole", slot.call_id, exc)
-            slot.state["save_failed"] = str(exc)[:300]
+            slot.record.save_failed = str(exc)[:300]
             self.faults.failed("tool_result", slot.call_id, self.store.directory, exc)
             return None
-        slot.state.pop("save_failed", None)
+        slot.record.save_failed = None
         self.faults.saved(slot.call_id)
         return path
 

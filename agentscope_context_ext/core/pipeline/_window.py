@@ -201,7 +201,7 @@ class WindowGuard:
                     if outcome is not None:
                         outcomes.append(outcome)
                 if changes:
-                    port.apply(msg_id, changes)
+                    port.apply(msg_id, slots, changes)
                     count = await self.count(sys_prompt, tools)
                 for outcome in outcomes:
                     await self.bus.emit(ToolResultRetruncated(**outcome_data(outcome)))
@@ -236,7 +236,7 @@ class WindowGuard:
                     break
             if not changes:
                 continue
-            port.apply_texts(msg_id, changes)
+            port.apply_texts(msg_id, slots, changes)
             for outcome in outcomes:
                 await self.bus.emit(
                     UserMessageOffloaded(
