@@ -6,7 +6,8 @@ Public API (everything a user needs is importable from here):
 - truncation engine: :func:`truncate_text_output`, ``TRUNCATION_NOTICE_MARKER``,
   ``DEFAULT_MAX_BYTES``, :class:`TruncationNotice`, :func:`split_notice`
 - tokens: :func:`get_token_counter`, :class:`TokenCounter`
-- workspace: :class:`ToolResultStore`, :class:`DialogStore`, :class:`DialogRef`
+- workspace: :class:`ToolResultStore`, :class:`DialogStore` (:func:`open_dialog`: the
+  installed AgentScope's messages), :class:`DialogRef`
 - tools: :func:`make_read_file_tool`, :func:`make_dialog_tools`, :func:`make_memory_tools`
 - long-term memory: :class:`LongTermMemory`, :func:`consolidate`
 - AgentScope integration (the adapter of the installed version, imported here explicitly):
@@ -51,14 +52,13 @@ from .core.truncation import (
     split_notice,
     truncate_text_output,
 )
-from .core.workspace import DialogRecord, DialogRef, ToolResultStore
+from .core.workspace import DialogRecord, DialogRef, DialogStore, ToolResultStore
 
 if agentscope_major() >= 2:
     from .agentscope2 import (
         ContextManager,
         ContextMiddleware,
         ContextOffloader,
-        DialogStore,
         TokenCounter,
         build_agent,
         consolidate,
@@ -67,6 +67,7 @@ if agentscope_major() >= 2:
         make_dialog_tools,
         make_memory_tools,
         make_read_file_tool,
+        open_dialog,
     )
 else:
     from .agentscope1 import (
@@ -74,7 +75,6 @@ else:
         ContextManager,
         ContextMemory,
         ContextReActAgent,
-        DialogStore,
         TokenCounter,
         build_agent,
         consolidate,
@@ -83,6 +83,7 @@ else:
         make_dialog_tools,
         make_memory_tools,
         make_read_file_tool,
+        open_dialog,
     )
 
 _ONLY = {
@@ -150,6 +151,7 @@ __all__ = [
     "make_dialog_tools",
     "make_memory_tools",
     "make_read_file_tool",
+    "open_dialog",
     "split_notice",
     "truncate_text_output",
 ]

@@ -32,7 +32,7 @@ import time
 import uuid
 from pathlib import Path
 
-from agentscope_context_ext import DialogStore
+from agentscope_context_ext import open_dialog
 
 from ._agents import managed, prefix, qwen_counter, user_message
 from ._data import claude_code_session
@@ -82,7 +82,7 @@ async def _steps(records: list, workspaces: dict[str, str], repeats: int) -> dic
 
 
 def _append_worker(workspace: str, appends: int, ready, start, done) -> None:
-    store = DialogStore(workspace)
+    store = open_dialog(workspace)
     batch = [user_message("y" * 2000) for _ in range(10)]
     ready.put(os.getpid())
     start.wait()

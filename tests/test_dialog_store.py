@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from agentscope.message import Msg
 
-from agentscope_context_ext import DialogStore
-from agentscope_context_ext.core.workspace import DialogStore as CoreDialogStore
+from agentscope_context_ext import DialogStore, open_dialog
 from agentscope_context_ext.core.workspace import dialog_date
 
 TODAY = date(2026, 12, 2)
@@ -24,7 +23,7 @@ def msg(text: str, timestamp: str | None = "2026-12-02 10:00:00.000", role: str 
 
 @pytest.fixture
 def store(workspace: Path) -> DialogStore:
-    return DialogStore(workspace, today=lambda: TODAY)
+    return open_dialog(workspace, today=lambda: TODAY)
 
 
 def test_append_returns_line_ranges_and_round_trips(store: DialogStore, workspace: Path) -> None:
@@ -169,7 +168,7 @@ def test_search_looks_in_what_a_message_says_never_in_its_id_role_or_timestamp(
 
 
 def test_plain_dict_records_are_searched_in_their_content_only(workspace: Path) -> None:
-    store = CoreDialogStore(workspace, today=lambda: TODAY)
+    store = DialogStore(workspace, today=lambda: TODAY)
     store.append(
         [
             {
@@ -193,7 +192,7 @@ def test_lone_surrogates_round_trip_exactly(store: DialogStore) -> None:
 
 
 def _writer(workspace: str, tag: str, count: int) -> None:
-    store = DialogStore(workspace, today=lambda: TODAY)
+    store = open_dialog(workspace, today=lambda: TODAY)
     for i in range(count):
         store.append(
             [Msg("user", f"{tag}-{i}-" + "z" * 5000, "user", timestamp="2026-12-02 10:00:00")]

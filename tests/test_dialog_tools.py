@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agentscope.message import Msg
 
-from agentscope_context_ext import DialogStore, make_dialog_tools
+from agentscope_context_ext import make_dialog_tools, open_dialog
 
 
 def text(response) -> str:
@@ -15,7 +15,7 @@ def text(response) -> str:
 
 
 async def test_read_dialog_newest_first_and_paging(workspace: Path) -> None:
-    store = DialogStore(workspace, today=lambda: date(2026, 12, 2))
+    store = open_dialog(workspace, today=lambda: date(2026, 12, 2))
     read_dialog, _ = make_dialog_tools(store)
     assert "nothing was compacted" in text(await read_dialog())
     store.append(
@@ -30,7 +30,7 @@ async def test_read_dialog_newest_first_and_paging(workspace: Path) -> None:
 
 
 async def test_read_dialog_errors_are_strings(workspace: Path) -> None:
-    store = DialogStore(workspace)
+    store = open_dialog(workspace)
     read_dialog, _ = make_dialog_tools(store)
     store.append([Msg("user", "x", "user")])
     assert text(await read_dialog(date="../../etc/passwd")).startswith("Error:")
@@ -43,7 +43,7 @@ async def test_read_dialog_errors_are_strings(workspace: Path) -> None:
 
 
 async def test_search_dialog(workspace: Path) -> None:
-    store = DialogStore(workspace)
+    store = open_dialog(workspace)
     _, search_dialog = make_dialog_tools(store)
     store.append(
         [
@@ -68,7 +68,7 @@ async def test_search_finds_quoted_arguments_and_offloaded_outputs(workspace: Pa
     full = "line\n" * 4000 + "deep_in_the_log: checksum mismatch at block 77\n"
     path = saved.save(full)
     excerpt = truncate_fresh(full, max_bytes=300, file_path=path)
-    store = DialogStore(workspace)
+    store = open_dialog(workspace)
     _, search_dialog = make_dialog_tools(store)
     edit = {
         "file_path": "web/view.heex",

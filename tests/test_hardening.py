@@ -18,6 +18,7 @@ from agentscope_context_ext import (
     DialogStore,
     ToolResultStore,
     enable_context_management,
+    open_dialog,
     split_notice,
 )
 from agentscope_context_ext.core.errors import WorkspaceError, WorkspaceWriteError
@@ -50,7 +51,7 @@ def _output_text(block: dict) -> str:
 
 def _all_messages(agent: ReActAgent, workspace: Path | str) -> list[Msg]:
     return [
-        r.msg for r in DialogStore(workspace).iter_records(newest_first=False)
+        r.msg for r in open_dialog(workspace).iter_records(newest_first=False)
     ] + agent.memory.messages
 
 

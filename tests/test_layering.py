@@ -134,7 +134,6 @@ def test_no_circle_between_packages() -> None:
 
 FACADE = {
     "ContextManager",
-    "DialogStore",
     "MODEL_APIS",
     "ManagedAgent",
     "ModelCall",
@@ -155,6 +154,7 @@ FACADE = {
     "make_read_file_tool",
     "model_call",
     "named_model",
+    "open_dialog",
     "output_text",
     "records_to_msgs",
     "replay_transcript",

@@ -14,9 +14,9 @@ from agentscope.session import JSONSession
 from agentscope.tool import Toolkit
 
 from agentscope_context_ext import (
-    DialogStore,
     enable_context_management,
     get_token_counter,
+    open_dialog,
     split_notice,
 )
 from agentscope_context_ext.testing import ScriptedChatModel
@@ -68,7 +68,7 @@ async def test_long_session_stays_in_window_without_orphans_or_loss(
         last[1]["content"] if isinstance(last[1]["content"], str) else last[1]["content"][0]["text"]
     )
     assert summary_text.startswith("<context-summary>")
-    store = DialogStore(workspace)
+    store = open_dialog(workspace)
     for ref in agent.memory.compact_summary.dialog_refs:
         assert f"{ref.file} lines {ref.first_line}-{ref.last_line}" in summary_text
         assert (workspace / ref.file).is_file()
@@ -130,7 +130,7 @@ async def test_failing_compaction_model_gives_extractive_summary(
     for fragment in ("upstream 500", "lorem ipsum", "RuntimeError", "Traceback"):
         assert fragment not in rendered
     assert "Never skip one" in rendered
-    saved = [r.msg.id for r in DialogStore(workspace).iter_records()]
+    saved = [r.msg.id for r in open_dialog(workspace).iter_records()]
     assert len(saved) + len(agent.memory.messages) == 1 + (len(plan) + 1) + 20
 
 
@@ -183,11 +183,11 @@ async def test_crash_between_dialog_write_and_memory_update_loses_nothing(
     enable_context_management(fresh, {"workspace": str(workspace), "max_input_tokens": 16384})
     await session.load_session_state(session_id="s", agent=fresh)
     in_memory = {m.id for m in fresh.memory.messages}
-    on_disk = [r.msg.id for r in DialogStore(workspace).iter_records()]
+    on_disk = [r.msg.id for r in open_dialog(workspace).iter_records()]
     assert len(on_disk) == len(set(on_disk))
     assert in_memory & set(on_disk), "the crash left messages in both places"
     await fresh(None)  # continue: compaction writes the same messages again
-    records = list(DialogStore(workspace).iter_records())
+    records = list(open_dialog(workspace).iter_records())
     ids = [r.msg.id for r in records]
     assert len(ids) == len(set(ids)), "duplicates are ignored on read"
     assert in_memory <= set(ids) | {m.id for m in fresh.memory.messages}
@@ -242,6 +242,6 @@ async def test_many_compactions_keep_one_raw_dialog_line_per_file(workspace: Pat
     assert len(summary.dialog_refs) == len(files), summary.dialog_refs
     ref = summary.dialog_refs[0]
     assert ref.first_line == 1
-    assert ref.last_line == DialogStore(workspace).line_count(ref.file)
+    assert ref.last_line == open_dialog(workspace).line_count(ref.file)
     raw = summary.render().split("## Raw Dialog", 1)[1]
     assert raw.count(".jsonl lines ") == len(files)

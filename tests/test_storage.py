@@ -12,7 +12,7 @@ from datetime import date
 import pytest
 from agentscope.message import Msg
 
-from agentscope_context_ext import DialogStore, LongTermMemory, ToolResultStore, WorkspaceError
+from agentscope_context_ext import LongTermMemory, ToolResultStore, WorkspaceError, open_dialog
 from agentscope_context_ext.core.workspace import open_storage
 from agentscope_context_ext.core.workspace._keys import check_key
 
@@ -91,7 +91,7 @@ def test_the_stores_on_either_backend(storage) -> None:
     assert results.read_text(path) == "the full output\n" * 1000
     assert results.cleanup(ttl_days=1, keep=[path]) == []
 
-    dialog = DialogStore(storage, today=lambda: date(2026, 12, 3))
+    dialog = open_dialog(storage, today=lambda: date(2026, 12, 3))
     first = dialog.append(
         [Msg("user", f"m{i}", "user", timestamp="2026-12-03 10:00:00") for i in range(3)]
     )
@@ -138,7 +138,7 @@ def test_four_agents_in_four_processes_share_one_redis(redis_url: str, tmp_path)
 
     tags = ("alpha", "beta", "gamma", "delta")
     run_in_processes(_agent_process, [(redis_url, tag, 200, str(tmp_path)) for tag in tags], 900)
-    dialog = DialogStore(redis_url)
+    dialog = open_dialog(redis_url)
     raw = [line for f in dialog.files() for _, line in dialog.storage.lines(f)]
     records = [json.loads(line) for line in raw]  # every line whole
     memory = LongTermMemory(redis_url).read()
@@ -192,17 +192,17 @@ def test_a_worker_killed_during_a_compaction_loses_nothing(redis_url: str) -> No
     assert started.wait(300)
     os.kill(worker.pid, signal.SIGKILL)
     worker.join(60)
-    dialog = DialogStore(url)
+    dialog = open_dialog(url)
     lines = [line for f in dialog.files() for _, line in dialog.storage.lines(f)]
     assert lines and all(json.loads(line)["id"] for line in lines), "every saved line whole"
     memory = LongTermMemory(url)
     assert memory.append("after the kill"), "the dead worker's lock did not stay"
-    assert DialogStore(url).append([Msg("user", "next", "user")])[0].first_line == len(lines) + 1
+    assert open_dialog(url).append([Msg("user", "next", "user")])[0].first_line == len(lines) + 1
 
 
 def _append_many(url: str, tag: str, count: int) -> None:
     memory = LongTermMemory(url)
-    dialog = DialogStore(url)
+    dialog = open_dialog(url)
     for i in range(count):
         memory.append(f"{tag} fact {i}")
         dialog.append([Msg("user", f"{tag} {i}", "user", timestamp="2026-12-03 10:00:00")])
@@ -220,7 +220,7 @@ def test_four_processes_share_one_redis_workspace(redis_url: str) -> None:
         assert worker.exitcode == 0
     facts = [line for line in LongTermMemory(redis_url).read().splitlines() if " fact " in line]
     assert len(facts) == 200 and len(set(facts)) == 200, "every fact, once"
-    dialog = DialogStore(redis_url)
+    dialog = open_dialog(redis_url)
     texts = [r.msg.get_text_content() for r in dialog.iter_records(newest_first=False)]
     assert len(texts) == 200 and len(set(texts)) == 200
     assert dialog.line_count("dialog/2026-12-03.jsonl") == 200, "no torn or lost line"
@@ -387,7 +387,7 @@ def test_a_conversation_continues_on_another_worker(redis_url: str) -> None:
     assert first["compactions"] >= 1 and first["summary"]
     assert "Earlier conversation was compacted" in second["first_prompt"], "the summary moved"
     assert "part 1" in second["first_prompt"] or "dialog/" in second["first_prompt"]
-    dialog = DialogStore(redis_url)
+    dialog = open_dialog(redis_url)
     assert dialog.files(), "both workers' compactions are in one dialog log"
 
 
@@ -420,7 +420,7 @@ def test_a_redis_restart_loses_nothing_acknowledged(tmp_path, redis_url: str) ->
     server = _start_redis(tmp_path, port)
     url = f"redis://127.0.0.1:{port}/0?prefix=restart"
     try:
-        dialog, results = DialogStore(url), ToolResultStore(url)
+        dialog, results = open_dialog(url), ToolResultStore(url)
         refs = dialog.append([Msg("user", f"before {i}", "user") for i in range(50)])
         saved = results.save("acknowledged output\n" * 100)
         server.send_signal(signal.SIGKILL)  # a crash, not a clean shutdown

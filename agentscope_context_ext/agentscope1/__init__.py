@@ -16,7 +16,7 @@ from ._agent import ContextReActAgent
 from ._agent_file import MODEL_APIS, build_agent, build_model
 from ._attachment import Attachment, adopt_memory
 from ._context import MemoryPort
-from ._convert import DialogStore, MsgCodec, as_tool, output_text, to_view, to_views
+from ._convert import MsgCodec, as_tool, open_dialog, output_text, to_view, to_views
 from ._longterm import agent_runner, consolidate
 from ._managed import SESSIONS_DIRNAME, ManagedAgent
 from ._manager import HOOK_NAME, ReActAgentManager, enable_context_management
@@ -41,7 +41,6 @@ __all__ = [
     "ContextManager",
     "ContextMemory",
     "ContextReActAgent",
-    "DialogStore",
     "ManagedAgent",
     "MemoryPort",
     "ModelCall",
@@ -66,6 +65,7 @@ __all__ = [
     "make_read_file_tool",
     "model_call",
     "named_model",
+    "open_dialog",
     "output_text",
     "record_to_msg",
     "records_to_msgs",

@@ -31,14 +31,13 @@ from ..core.messages import (
     text_parts,
 )
 from ..core.truncation import split_notice
-from ..core.workspace import DialogStore as CoreDialogStore
-from ..core.workspace import Storage
+from ..core.workspace import DialogStore, Storage
 
 __all__ = [
-    "DialogStore",
     "MsgCodec",
     "as_tool",
     "media_of",
+    "open_dialog",
     "output_text",
     "to_view",
     "to_views",
@@ -166,19 +165,17 @@ def _as_text(value: Any) -> str:
             return f"<{type(value).__name__} too deeply nested to show>"
 
 
-class DialogStore(CoreDialogStore[Msg]):
-    """The dialog store of 1.x messages (``Msg.to_dict()`` per line).
+def open_dialog(
+    workspace: str | os.PathLike[str] | Storage, today: Callable[[], date] = date.today
+) -> DialogStore[Msg]:
+    """The ``dialog/`` of ``workspace`` with this AgentScope's messages as its records
+    (:class:`MsgCodec`).
 
     Args:
-        workspace (`str | os.PathLike | Storage`): The workspace (a folder, a ``redis://`` URL,
-            or an open storage).
+        workspace (`str | os.PathLike | Storage`): A folder, a ``redis://`` URL or a storage.
         today (`Callable[[], date]`): Returns today's local date; tests inject one.
     """
-
-    def __init__(
-        self, workspace: str | os.PathLike[str] | Storage, today: Callable[[], date] = date.today
-    ) -> None:
-        super().__init__(workspace, today, MsgCodec())
+    return DialogStore(workspace, today, MsgCodec())
 
 
 class MsgCodec:

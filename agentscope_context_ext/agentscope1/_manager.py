@@ -39,7 +39,7 @@ from ..core.tokens import known_max_input_tokens
 from ..core.workspace import open_workspace
 from ._attachment import Attachment, adopt_memory
 from ._context import MemoryPort
-from ._convert import DialogStore, as_tool
+from ._convert import as_tool, open_dialog
 from ._hooks import PipelineHooks
 from ._longterm import agent_runner
 from ._model import model_call, named_model
@@ -96,7 +96,7 @@ class ReActAgentManager(ContextManager):
             max_input_tokens=window,
             workspace=workspace,
             storage=storage,
-            dialog_store=DialogStore(storage),
+            dialog_store=open_dialog(storage),
             bus=EventBus(),
             summary_call=(
                 model_call(summary_model, compaction_formatter or agent.formatter)

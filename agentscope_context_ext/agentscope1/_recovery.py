@@ -9,8 +9,7 @@ from pathlib import Path
 from agentscope.message import Msg
 
 from ..core.truncation import split_notice
-from ..core.workspace import Storage, open_storage
-from ._convert import DialogStore
+from ..core.workspace import DialogStore, Storage, open_storage
 
 __all__ = ["recovery_problems"]
 

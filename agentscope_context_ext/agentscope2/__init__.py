@@ -16,7 +16,7 @@ from ..core.manager import ContextManager
 from ..core.tokens import TokenCounter, get_token_counter
 from ._agent_file import MODEL_APIS, build_agent, build_model
 from ._context import META_KEY, StatePort, result_record
-from ._convert import DialogStore, MsgCodec, Segment, output_text, segments, to_view, to_views
+from ._convert import MsgCodec, Segment, open_dialog, output_text, segments, to_view, to_views
 from ._longterm import agent_runner, consolidate
 from ._managed import SESSIONS_DIRNAME, ManagedAgent
 from ._manager import AgentManager
@@ -37,7 +37,6 @@ __all__ = [
     "ContextManager",
     "ContextMiddleware",
     "ContextOffloader",
-    "DialogStore",
     "ManagedAgent",
     "ModelCall",
     "MsgCodec",
@@ -60,6 +59,7 @@ __all__ = [
     "model_call",
     "model_name",
     "named_model",
+    "open_dialog",
     "output_text",
     "records_to_msgs",
     "replay_transcript",

@@ -41,15 +41,14 @@ from ..core.messages import (
     text_parts,
 )
 from ..core.truncation import split_notice
-from ..core.workspace import DialogStore as CoreDialogStore
-from ..core.workspace import Storage
+from ..core.workspace import DialogStore, Storage
 
 __all__ = [
-    "DialogStore",
     "MsgCodec",
     "Segment",
     "media_kind",
     "media_of",
+    "open_dialog",
     "output_text",
     "segments",
     "to_view",
@@ -254,15 +253,14 @@ class MsgCodec:
         return to_view(msg)
 
 
-class DialogStore(CoreDialogStore[Msg]):
-    """The dialog store of 2.x messages (one segment per line).
+def open_dialog(
+    workspace: str | os.PathLike[str] | Storage, today: Callable[[], date] = date.today
+) -> DialogStore[Msg]:
+    """The ``dialog/`` of ``workspace`` with 2.x messages as its records (one reasoning step
+    per line, :class:`MsgCodec`).
 
     Args:
         workspace (`str | os.PathLike | Storage`): A folder, a ``redis://`` URL or a storage.
         today (`Callable[[], date]`): Returns today's local date; tests inject one.
     """
-
-    def __init__(
-        self, workspace: str | os.PathLike[str] | Storage, today: Callable[[], date] = date.today
-    ) -> None:
-        super().__init__(workspace, today, MsgCodec())
+    return DialogStore(workspace, today, MsgCodec())

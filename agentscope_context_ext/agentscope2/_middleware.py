@@ -50,7 +50,7 @@ from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ContextManager
 from ..core.provider_errors import length_rejection, with_first_chunk
 from ..core.workspace import ToolResultStore, open_workspace
-from ._convert import DialogStore, output_text
+from ._convert import open_dialog, output_text
 from ._manager import AgentManager
 from ._offloader import ContextOffloader
 
@@ -100,7 +100,7 @@ class ContextMiddleware(MiddlewareBase):
         self.compaction_model = compaction_model
         extra = (NOTES_DIRNAME,) if self.config.long_term_memory.enabled else ()
         self.workspace, self.storage = open_workspace(self.config.workspace, extra)
-        self.dialog_store = DialogStore(self.storage)
+        self.dialog_store = open_dialog(self.storage)
         self.tool_result_store = ToolResultStore(
             self.storage, ttl_days=self.config.truncation.ttl_days
         )

@@ -140,7 +140,7 @@ async def summary_fidelity(
         replay = await installed.replay_transcript(
             Transcript(name, messages), config, workspace, window, check_recovery=False
         )
-        dialog = installed.DialogStore(workspace)
+        dialog = installed.open_dialog(workspace)
         compacted = [record.msg for record in dialog.iter_records(newest_first=False)]
         # what the compacted messages hold, each truncated output read back whole
         store = ToolResultStore(workspace)

@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlparse, urlunparse
 
 from ..errors import WorkspaceError
 from ._keys import check_key
-from ._storage import redact_url
+from ._urls import redact_url
 
 __all__ = ["RedisStorage"]
 
