@@ -15,13 +15,11 @@ from agentscope_context_ext.compat import agentscope_major, agentscope_version
 
 AGENTSCOPE1_ONLY = frozenset(
     {
-        "test_tally.py",
         "test_studio.py",
         "test_storage.py",
         "test_real_transcripts.py",
         "test_dialog_tools.py",
         "test_dialog_store.py",
-        "test_cli.py",
         "test_summary_writer.py",
         "test_context_memory.py",
         "test_faults.py",

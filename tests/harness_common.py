@@ -8,6 +8,7 @@ import errno
 import multiprocessing
 import os
 import random
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,84 @@ def make_text(size_bytes: int, seed: int) -> str:
         size += len(line.encode())
         i += 1
     return "".join(lines)
+
+
+SIZES_KB = [1, 4, 200, 12, 2, 60, 1, 30, 150, 8, 3, 90]
+"""Document sizes of a long session: small ones, and some far over stage one's limit."""
+BIG = make_text(200 * 1024, seed=1)
+"""A 200 KB tool output."""
+
+
+def session_plan(
+    total_calls: int, sizes_kb: Sequence[int], seed: int = 7
+) -> list[list[tuple[int, int]]]:
+    """Steps of (size_kb, seed) calls; about every third step makes 2-3 parallel calls."""
+    rng = random.Random(seed)
+    steps: list[list[tuple[int, int]]] = []
+    made = 0
+    while made < total_calls:
+        width = rng.choice([1, 1, 2, 3]) if len(steps) % 3 == 2 else 1
+        width = min(width, total_calls - made)
+        steps.append([(sizes_kb[(made + k) % len(sizes_kb)], made + k) for k in range(width)])
+        made += width
+    return steps
+
+
+_PATH_RE = re.compile(r"(?:tool_result|dialog)/[\w.\-]+")
+
+
+def model_summary(call: Any) -> str:
+    """What a diligent compaction model answers to ``call`` (anything with the prompt's
+    ``text``): six sections, keeping offload paths."""
+    paths = sorted(set(_PATH_RE.findall(call.text)))
+    critical = "\n".join(f"- {p}" for p in paths[:30]) or "- (none)"
+    return (
+        "## Goal\n- Collect and analyse the documents the user asked for\n"
+        "## Constraints\n- Keep every document recoverable\n"
+        "## Progress\n- Fetched documents with the fetch tool\n"
+        "## Key Decisions\n- Work through the documents in order\n"
+        "## Next Steps\n- Continue fetching\n"
+        f"## Critical Context\n{critical}\n"
+    )
+
+
+def prompt_orphans(messages: list[dict]) -> list[str]:
+    """Orphan tool calls/results in a formatted (OpenAI/DashScope layout) prompt."""
+    problems = []
+    open_calls: dict[str, int] = {}
+    for message in messages:
+        if message.get("role") == "tool":
+            call_id = str(message.get("tool_call_id"))
+            if open_calls.get(call_id, 0) == 0:
+                problems.append(f"result without call: {call_id}")
+            else:
+                open_calls[call_id] -= 1
+        for call in message.get("tool_calls") or []:
+            open_calls[str(call.get("id"))] = open_calls.get(str(call.get("id")), 0) + 1
+    problems += [f"call without result: {cid}" for cid, n in open_calls.items() if n > 0]
+    return problems
+
+
+def strip_volatile(prompts: list[list[dict]]) -> list[str]:
+    """Prompts with the one part that differs between two runs by construction (the summary's
+    wall-clock timestamp) replaced by a placeholder. Saved-result paths are content hashes and
+    stay as they are."""
+    text = repr(prompts)
+    text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?", "TIME", text)
+    return [text]
+
+
+def tool_messages(call: Any) -> list[dict]:
+    """The ``tool`` messages of a formatted prompt (a scripted model's call)."""
+    return [m for m in call.messages if m.get("role") == "tool"]
+
+
+def tool_message_text(message: dict) -> str:
+    """The text of one formatted ``tool`` message."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content)
 
 
 async def fetch(size_kb: int, seed: int) -> str:
