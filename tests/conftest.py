@@ -17,9 +17,6 @@ AGENTSCOPE1_ONLY = frozenset(
     {
         "test_studio.py",
         "test_storage.py",
-        "test_real_transcripts.py",
-        "test_dialog_tools.py",
-        "test_dialog_store.py",
         "test_summary_writer.py",
         "test_context_memory.py",
         "test_faults.py",
@@ -28,7 +25,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_long_term_memory.py",
         "test_manager.py",
         "test_pipeline.py",
-        "test_read_file.py",
         "test_real_clients.py",
         "test_scripted_model.py",
         "test_session.py",

@@ -596,44 +596,6 @@ async def test_memory_md_is_in_the_system_prompt_and_the_summarizer_writes_it(tm
     assert "port 8443 is the API" in json.dumps(agent_calls[-1].messages[0])
 
 
-def tool_names(call: ModelCall) -> set[str]:
-    return {t["function"]["name"] for t in call.tools or []}
-
-
-async def test_the_dialog_tools_are_offered_once_there_is_a_dialog(tmp_path):
-    steps = [reply(f"step {i}", tool_call("lines", n=400, tag=f"d{i}")) for i in range(14)]
-    model = ScriptedChatModel([*steps, "done"])
-    context = ContextMiddleware(config(tmp_path))
-    agent = make_agent(model, [context], offloader=context.offloader)
-    await agent.reply(UserMsg("user", "work"))
-    assert context.manager.stats.compactions >= 1
-    reasoning = [call for call in model.calls if "lines" in tool_names(call)]
-    shown = ["read_dialog" in tool_names(call) for call in reasoning]
-    first = shown.index(True)
-    # hidden until the first compaction, then shown in every prompt (the list changes once)
-    assert first > 0 and all(shown[first:]) and not any(shown[:first])
-    assert {"read_file", "search_dialog"} <= tool_names(reasoning[first])
-    assert "read_file" in tool_names(reasoning[0])
-    # from then on the count the trigger uses includes them too
-    _, schemas = await context.manager.prompt_parts()
-    assert "read_dialog" in {t["function"]["name"] for t in schemas}
-
-    # a fresh agent on the same workspace offers them at once: there is a dialog to read
-    again = ScriptedChatModel(["hello"])
-    fresh = ContextMiddleware(config(tmp_path))
-    await make_agent(again, [fresh]).reply(UserMsg("user", "what did we do?"))
-    assert "read_dialog" in tool_names(again.calls[0])
-
-
-async def test_a_dialog_tool_called_before_any_dialog_still_answers(tmp_path):
-    model = ScriptedChatModel([reply("look", tool_call("read_dialog")), "done"])
-    context = ContextMiddleware(config(tmp_path))
-    agent = make_agent(model, [context])
-    await agent.reply(UserMsg("user", "anything saved?"))
-    assert "read_dialog" not in tool_names(model.calls[0])
-    assert "nothing was compacted" in output(result_blocks(agent)[-1])
-
-
 @pytest.mark.parametrize("stream", [False, True])
 async def test_the_providers_usage_is_compared_with_our_count(tmp_path, stream):
     model = ScriptedChatModel([reply("reading", tool_call("lines", n=20)), "done"], stream=stream)

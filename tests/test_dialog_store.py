@@ -1,29 +1,38 @@
 """DialogStore (design §2.2, 4.4, 12.9): durable appends, dated files from validated timestamps,
-backwards reads, torn and corrupt lines, de-duplication, search, concurrent writers."""
+backwards reads, torn and corrupt lines, de-duplication, search, concurrent writers. Framework-free:
+the records are plain dicts through the core's ``DictCodec`` (an adapter's codec is checked in
+test_port_contract.py)."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import uuid
 from datetime import date
 from pathlib import Path
 
 import pytest
-from agentscope.message import Msg
 
-from agentscope_context_ext import DialogStore, open_dialog
-from agentscope_context_ext.core.workspace import dialog_date
+from agentscope_context_ext.core.workspace import DialogStore, DictCodec, dialog_date
 
 TODAY = date(2026, 12, 2)
 
 
-def msg(text: str, timestamp: str | None = "2026-12-02 10:00:00.000", role: str = "user") -> Msg:
-    return Msg(role, text, role, timestamp=timestamp)
+def msg(text: str, timestamp: str | None = "2026-12-02 10:00:00.000", role: str = "user") -> dict:
+    """A saved message as a plain record (what ``DictCodec`` keeps)."""
+    return {
+        "id": uuid.uuid4().hex,
+        "name": role,
+        "role": role,
+        "content": text,
+        "metadata": None,
+        "timestamp": timestamp,
+    }
 
 
 @pytest.fixture
 def store(workspace: Path) -> DialogStore:
-    return open_dialog(workspace, today=lambda: TODAY)
+    return DialogStore(workspace, today=lambda: TODAY, codec=DictCodec())
 
 
 def test_append_returns_line_ranges_and_round_trips(store: DialogStore, workspace: Path) -> None:
@@ -34,7 +43,7 @@ def test_append_returns_line_ranges_and_round_trips(store: DialogStore, workspac
     assert [(r.first_line, r.last_line) for r in refs] == [(4, 5)]
     lines = (workspace / "dialog" / "2026-12-02.jsonl").read_text().splitlines()
     assert [json.loads(line)["content"] for line in lines] == ["m0", "m1", "m2", "m3", "m4"]
-    assert json.loads(lines[0]) == first[0].to_dict()
+    assert json.loads(lines[0]) == first[0]
 
 
 def test_files_are_chosen_by_each_message_date(store: DialogStore) -> None:
@@ -55,8 +64,7 @@ def test_invalid_timestamps_fall_back_to_today(timestamp: str | None) -> None:
 
 
 def test_path_never_comes_from_the_timestamp(store: DialogStore, workspace: Path) -> None:
-    m = msg("x")
-    m.timestamp = "../../../tmp/evil"
+    m = msg("x", timestamp="../../../tmp/evil")
     refs = store.append([m])
     assert refs[0].file == "dialog/2026-12-02.jsonl"
     assert sorted(p.name for p in (workspace / "dialog").iterdir()) == [".lock", "2026-12-02.jsonl"]
@@ -67,9 +75,9 @@ def test_read_defaults_to_the_end_of_the_newest_file(store: DialogStore) -> None
     file, records = store.read(limit=5)
     assert file == "dialog/2026-12-02.jsonl"
     assert [r.line for r in records] == [116, 117, 118, 119, 120]
-    assert [r.msg.content for r in records] == ["m115", "m116", "m117", "m118", "m119"]
+    assert [r.msg["content"] for r in records] == ["m115", "m116", "m117", "m118", "m119"]
     _, records = store.read("2026-12-02", start_line=2, limit=3)
-    assert [r.msg.content for r in records] == ["m1", "m2", "m3"]
+    assert [r.msg["content"] for r in records] == ["m1", "m2", "m3"]
 
 
 def test_read_argument_errors(store: DialogStore) -> None:
@@ -86,7 +94,7 @@ def test_backwards_reading_across_chunks(store: DialogStore) -> None:
     store.append([msg(f"{i}:{big}") for i in range(5)])
     records = list(store.iter_records())
     assert [r.line for r in records] == [5, 4, 3, 2, 1]
-    assert [r.msg.content.split(":")[0] for r in records] == ["4", "3", "2", "1", "0"]
+    assert [r.msg["content"].split(":")[0] for r in records] == ["4", "3", "2", "1", "0"]
 
 
 def test_torn_last_line_is_skipped_and_next_append_stays_whole(
@@ -98,7 +106,7 @@ def test_torn_last_line_is_skipped_and_next_append_stays_whole(
         handle.write(b'{"id": "torn", "name": "user", "ro')  # a crash mid-write
     refs = store.append([msg("after")])
     assert str(refs[0]) == "dialog/2026-12-02.jsonl lines 3-3"
-    contents = [r.msg.content for r in store.iter_records(newest_first=False)]
+    contents = [r.msg["content"] for r in store.iter_records(newest_first=False)]
     assert contents == ["before", "after"]
     assert "corrupt line 2" in caplog.text
 
@@ -115,7 +123,7 @@ def test_corrupt_lines_are_skipped_with_a_warning(
             + b'{"name": "x", "role": "robot", "content": "?"}\n'
         )
     store.append([msg("good two")])
-    assert [r.msg.content for r in store.iter_records()] == ["good two", "good one"]
+    assert [r.msg["content"] for r in store.iter_records()] == ["good two", "good one"]
     assert caplog.text.count("skipping corrupt line") == 5
 
 
@@ -123,8 +131,8 @@ def test_duplicates_after_a_crash_are_read_once(store: DialogStore) -> None:
     batch = [msg("a"), msg("b")]
     store.append(batch)
     store.append(batch)  # replayed after a crash before the memory update
-    assert [r.msg.content for r in store.iter_records(newest_first=False)] == ["a", "b"]
-    assert store.message_ids() == {m.id for m in batch}
+    assert [r.msg["content"] for r in store.iter_records(newest_first=False)] == ["a", "b"]
+    assert store.message_ids() == {m["id"] for m in batch}
 
 
 def test_search_newest_first_all_words(store: DialogStore) -> None:
@@ -132,11 +140,11 @@ def test_search_newest_first_all_words(store: DialogStore) -> None:
     store.append([msg("the API key is in vault", "2026-12-01 09:00:00.000")])
     store.append([msg("lunch", "2026-12-02 09:00:00.000")])
     found = store.search("api")
-    assert [r.msg.content for r in found] == [
+    assert [r.msg["content"] for r in found] == [
         "the API key is in vault",
         "deploy the API to staging",
     ]
-    assert [r.msg.content for r in store.search("API staging")] == ["deploy the API to staging"]
+    assert [r.msg["content"] for r in store.search("API staging")] == ["deploy the API to staging"]
     assert store.search("api", limit=1)[0].file == "dialog/2026-12-01.jsonl"
     with pytest.raises(ValueError):
         store.search("   ")
@@ -145,12 +153,12 @@ def test_search_newest_first_all_words(store: DialogStore) -> None:
 def test_tool_blocks_are_searchable(store: DialogStore) -> None:
     store.append(
         [
-            Msg(
-                "assistant",
-                [{"type": "tool_use", "id": "1", "name": "grep", "input": {"pattern": "needle"}}],
-                "assistant",
-                timestamp="2026-12-02 10:00:00",
-            )
+            {
+                **msg("", "2026-12-02 10:00:00", "assistant"),
+                "content": [
+                    {"type": "tool_use", "id": "1", "name": "grep", "input": {"pattern": "needle"}}
+                ],
+            }
         ]
     )
     assert len(store.search("grep needle")) == 1
@@ -159,16 +167,18 @@ def test_tool_blocks_are_searchable(store: DialogStore) -> None:
 def test_search_looks_in_what_a_message_says_never_in_its_id_role_or_timestamp(
     store: DialogStore,
 ) -> None:
-    said = [msg("first"), msg("second", role="assistant")]
-    said[0].id = "xq7m3zsearchmeid"
+    said = [
+        {**msg("first"), "id": "xq7m3zsearchmeid"},
+        {**msg("", role="assistant"), "content": [{"type": "text", "text": "second"}]},
+    ]
     store.append(said)
-    for word in (said[0].id, "m3", "user", "assistant", "2026-12-02", "text", "tool_use"):
+    for word in (said[0]["id"], "m3", "user", "assistant", "2026-12-02", "text", "tool_use"):
         assert store.search(word) == [], word
-    assert [r.msg.content for r in store.search("second")] == ["second"]
+    assert [r.record["id"] for r in store.search("second")] == [said[1]["id"]]
 
 
 def test_plain_dict_records_are_searched_in_their_content_only(workspace: Path) -> None:
-    store = DialogStore(workspace, today=lambda: TODAY)
+    store = DialogStore(workspace, today=lambda: TODAY)  # DictCodec is the default
     store.append(
         [
             {
@@ -188,15 +198,13 @@ def test_plain_dict_records_are_searched_in_their_content_only(workspace: Path) 
 def test_lone_surrogates_round_trip_exactly(store: DialogStore) -> None:
     m = msg("bad \udcff byte")
     store.append([m])
-    assert next(store.iter_records()).msg.content == "bad \udcff byte"
+    assert next(store.iter_records()).msg["content"] == "bad \udcff byte"
 
 
 def _writer(workspace: str, tag: str, count: int) -> None:
-    store = open_dialog(workspace, today=lambda: TODAY)
+    store = DialogStore(workspace, today=lambda: TODAY)
     for i in range(count):
-        store.append(
-            [Msg("user", f"{tag}-{i}-" + "z" * 5000, "user", timestamp="2026-12-02 10:00:00")]
-        )
+        store.append([msg(f"{tag}-{i}-" + "z" * 5000, "2026-12-02 10:00:00")])
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """The read_file tool (design §3.4, 6.1): ranges, truncation with notices pointing at the source,
-Markdown limits, allowed roots and symlink escapes, and one-line errors. Registered in a real
-AgentScope Toolkit and called the way an agent calls it."""
+Markdown limits, allowed roots and symlink escapes, and one-line errors. The core's tool function,
+framework-free (its schema and a call by a real agent are in test_port_contract.py)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import os
 from pathlib import Path
 
 import pytest
-from agentscope.message import ToolUseBlock
-from agentscope.tool import Toolkit
 
-from agentscope_context_ext import TruncationConfig, make_read_file_tool, split_notice
+from agentscope_context_ext.core.config import TruncationConfig
+from agentscope_context_ext.core.tools import make_read_file
+from agentscope_context_ext.core.truncation import split_notice
 
 
 async def call(tool, **kwargs) -> str:
-    response = await tool(**kwargs)
-    assert len(response.content) == 1
-    return response.content[0]["text"]
+    text = await tool(**kwargs)
+    assert isinstance(text, str)
+    return text
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def tool(workspace: Path, project: Path):
-    return make_read_file_tool(
+    return make_read_file(
         workspace,
         TruncationConfig(
             first_max_bytes=1000,
@@ -153,7 +153,7 @@ async def test_extra_allowed_roots(workspace: Path, tmp_path: Path, project: Pat
     data = tmp_path / "data"
     data.mkdir()
     (data / "x.txt").write_text("x\n")
-    tool = make_read_file_tool(workspace, allowed_roots=[str(data)])
+    tool = make_read_file(workspace, allowed_roots=[str(data)])
     assert await call(tool, file_path=str(data / "x.txt")) == "x\n"
     (project / "p.txt").write_text("p\n")
     assert "outside" in await call(tool, file_path=str(project / "p.txt"))
@@ -217,32 +217,7 @@ async def test_empty_file(tool, project: Path) -> None:
 
 
 async def test_window_cap_bounds_the_excerpt(workspace: Path, project: Path) -> None:
-    tool = make_read_file_tool(workspace, max_bytes_cap=300)
+    tool = make_read_file(workspace, max_bytes_cap=300)
     (project / "big.txt").write_text(numbered(100))
     excerpt, _ = split_notice(await call(tool, file_path="big.txt"))
     assert len(excerpt.encode()) <= 300
-
-
-async def test_registered_in_a_toolkit_and_called_like_an_agent(tool, project: Path) -> None:
-    (project / "a.txt").write_text(numbered(200))
-    toolkit = Toolkit()
-    toolkit.register_tool_function(tool)
-    schema = toolkit.get_json_schemas()[0]["function"]
-    assert schema["name"] == "read_file"
-    assert set(schema["parameters"]["properties"]) == {
-        "file_path",
-        "start_line",
-        "end_line",
-        "start_byte",
-    }
-    assert schema["parameters"]["required"] == ["file_path"]
-    call_block = ToolUseBlock(
-        type="tool_use",
-        id="t1",
-        name="read_file",
-        input={"file_path": "a.txt", "start_line": 3, "end_line": 4},
-    )
-    chunks = [chunk async for chunk in await toolkit.call_tool_function(call_block)]
-    text = chunks[-1].content[0]["text"]
-    assert text.startswith("line 0003")
-    assert split_notice(text)[1].next_line == 5

@@ -7,13 +7,10 @@ import asyncio
 import json
 from pathlib import Path
 
-from agentscope_context_ext import (
-    ToolResultStore,
-    TruncationConfig,
-    make_read_file_tool,
-    split_notice,
-)
-from agentscope_context_ext.core.truncation import truncate_fresh
+from agentscope_context_ext.core.config import TruncationConfig
+from agentscope_context_ext.core.tools import make_read_file
+from agentscope_context_ext.core.truncation import split_notice, truncate_fresh
+from agentscope_context_ext.core.workspace import ToolResultStore
 
 
 def _claude_code_tool_outputs(path: Path) -> list[str]:
@@ -40,7 +37,7 @@ def test_real_large_outputs_round_trip(shared_data: Path, workspace: Path) -> No
     outputs = sorted(_claude_code_tool_outputs(transcript), key=len, reverse=True)[:20]
     assert outputs and len(outputs[0].encode()) > 3000
     store = ToolResultStore(workspace)
-    reader = make_read_file_tool(workspace, TruncationConfig(first_max_bytes=10**9))
+    reader = make_read_file(workspace, TruncationConfig(first_max_bytes=10**9))
     for output in outputs:
         path = store.save(output)
         for limit in (3000, 512):
@@ -53,4 +50,4 @@ def test_real_large_outputs_round_trip(shared_data: Path, workspace: Path) -> No
             rest = asyncio.run(
                 reader(path, start_line=notice.next_line, start_byte=notice.next_byte)
             )
-            assert excerpt + rest.content[0]["text"] == output
+            assert excerpt + rest == output
