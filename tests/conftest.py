@@ -17,7 +17,6 @@ AGENTSCOPE1_ONLY = frozenset(
     {
         "test_studio.py",
         "test_storage.py",
-        "test_summary_writer.py",
         "test_context_memory.py",
         "test_faults.py",
         "test_fidelity.py",

@@ -61,6 +61,8 @@ __all__ = [
     "NeutralAgent",
     "NeutralManager",
     "NeutralPort",
+    "ScriptedCallModel",
+    "SummaryCall",
     "assistant",
     "results",
     "schema",
@@ -551,3 +553,53 @@ def everything(agent: NeutralAgent) -> Iterator[Message]:
 def workspace_files(root: Path, folder: str) -> list[Path]:
     """The files of one workspace folder (none when it does not exist)."""
     return sorted((root / folder).glob("*")) if (root / folder).is_dir() else []
+
+
+# ------------------------------------------------------------------- the compaction model
+
+
+@dataclass
+class SummaryCall:
+    """One call of a compaction model, as the core makes it (``CallModel``)."""
+
+    index: int
+    instruction: str
+    """The system instruction."""
+    content: str
+    """The user content: the rendered messages (and the previous summary)."""
+
+    @property
+    def text(self) -> str:
+        """The whole prompt's text, as a chat model would receive it."""
+        return f"{self.instruction}\n{self.content}"
+
+
+class ScriptedCallModel:
+    """A compaction model on the core's ``CallModel`` interface (``(instruction, content) ->
+    answer``), answering from a script: in order from a list, or a function of each call (sync
+    or async). An exception instance in the script is raised; ``None`` is no answer at all.
+    Every call is recorded in :attr:`calls`.
+
+    Args:
+        script (`Sequence | Callable[[SummaryCall], Any]`): The answers.
+    """
+
+    def __init__(self, script: Sequence[Any] | Callable[[SummaryCall], Any]) -> None:
+        self._respond = script if callable(script) else None
+        self._script = [] if callable(script) else list(script)
+        self.calls: list[SummaryCall] = []
+
+    async def __call__(self, instruction: str, content: str) -> str:
+        call = SummaryCall(len(self.calls), instruction, content)
+        self.calls.append(call)
+        if self._respond is not None:
+            answer = self._respond(call)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        elif self._script:
+            answer = self._script.pop(0)
+        else:
+            raise RuntimeError(f"ScriptedCallModel: script exhausted at call {call.index + 1}")
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer

@@ -1,19 +1,19 @@
-"""The SummaryWriter (design §4.2, 12.7, 12.12; issue 11): the compaction model's prompt and input as
-the real scripted model receives them, the stricter retry, the extractive fallback, the budget."""
+"""The SummaryWriter (design §4.2, 12.7, 12.12; issue 11), framework-free: the compaction model's
+prompt and input as the core sends them, the stricter retry, the extractive fallback, the budget.
+(How each adapter's ``model_call`` passes the two texts to a real chat model is in
+test_port_contract.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg
+from neutral_port import ScriptedCallModel, assistant, results, user
 
 from agentscope_context_ext import CompactSummary, get_token_counter
-from agentscope_context_ext.agentscope1 import model_call, to_views
+from agentscope_context_ext.core.messages import Message, ToolCall, ToolResult
 from agentscope_context_ext.core.pipeline import SummaryWriter
 from agentscope_context_ext.core.truncation import truncate_fresh
-from agentscope_context_ext.testing import ScriptedChatModel
 
 SAVED = "tool_result/" + "a" * 32 + ".txt"
 GOOD = """## Goal
@@ -31,85 +31,36 @@ GOOD = """## Goal
 """
 
 
-def conversation() -> list[Msg]:
-    output = "HEAD\n" + "filler line\n" * 3000 + "found `legacy_invoice_id` in table ledger_2019\n"
-    big = truncate_fresh(output, max_bytes=200, file_path=SAVED)
+FULL_OUTPUT = "HEAD\n" + "filler line\n" * 3000 + "found `legacy_invoice_id` in table ledger_2019\n"
+
+
+def views(full_text: str | None = None) -> list[Message]:
+    """The conversation to summarise; with ``full_text``, the truncated output loaded whole
+    (what the port's view gives the summary)."""
+    big = truncate_fresh(FULL_OUTPUT, max_bytes=200, file_path=SAVED)
     return [
-        Msg(
-            "user",
-            "Please migrate billing to Postgres. You must never drop the legacy table.",
-            "user",
+        user("Please migrate billing to Postgres. You must never drop the legacy table."),
+        assistant(
+            "I will dump the schema first.", ToolCall("c1", "shell", {"cmd": "pg_dump billing"})
         ),
-        Msg(
-            "assistant",
-            [
-                {"type": "text", "text": "I will dump the schema first."},
-                {
-                    "type": "tool_use",
-                    "id": "c1",
-                    "name": "shell",
-                    "input": {"cmd": "pg_dump billing"},
-                },
-            ],
-            "assistant",
-        ),
-        Msg(
-            "system",
-            [{"type": "tool_result", "id": "c1", "name": "shell", "output": big}],
-            "system",
-        ),
-        Msg(
-            "assistant",
-            [
-                {
-                    "type": "tool_use",
-                    "id": "c2",
-                    "name": "shell",
-                    "input": {"cmd": "psql -f /srv/x.sql"},
-                }
-            ],
-            "assistant",
-        ),
-        Msg(
-            "system",
-            [
-                {
-                    "type": "tool_result",
-                    "id": "c2",
-                    "name": "shell",
-                    "output": "Error: relation missing",
-                }
-            ],
-            "system",
-        ),
-        Msg(
-            "assistant",
-            "I decided to use logical replication instead. Next I will run the cutover.",
-            "assistant",
-        ),
+        results(ToolResult("c1", "shell", big, full_text=full_text)),
+        assistant(None, ToolCall("c2", "shell", {"cmd": "psql -f /srv/x.sql"})),
+        results(ToolResult("c2", "shell", "Error: relation missing")),
+        assistant("I decided to use logical replication instead. Next I will run the cutover."),
     ]
 
 
-def views(full_text: str | None = None):
-    return to_views(conversation(), (lambda path: full_text) if full_text else None)
-
-
-def _writer(script, budget: int = 2048) -> tuple[SummaryWriter, ScriptedChatModel]:
-    model = ScriptedChatModel(script, when_exhausted=None)
-    writer = SummaryWriter(
-        model_call(model, DashScopeChatFormatter()),
-        get_token_counter("qwen"),
-        32768,
-        budget,
-        timeout=5,
-    )
+def _writer(
+    script, budget: int = 2048, timeout: float = 5
+) -> tuple[SummaryWriter, ScriptedCallModel]:
+    model = ScriptedCallModel(script)
+    writer = SummaryWriter(model, get_token_counter("qwen"), 32768, budget, timeout=timeout)
     return writer, model
 
 
 def test_the_model_gets_the_instruction_and_every_identifier() -> None:
     writer, model = _writer([GOOD])
-    full = "HEAD\n" + "filler line\n" * 3000 + "found `legacy_invoice_id` in table ledger_2019\n"
-    result = asyncio.run(writer.summarize(views(full), None))
+    result = asyncio.run(writer.summarize(views(FULL_OUTPUT), None))
     assert result.summary.source == "llm"
     assert result.summary.goal == ["Migrate the billing service to Postgres 16"]
     assert result.attempts == 1
@@ -159,20 +110,14 @@ def test_falls_back_to_extractive_without_error_text(script: list) -> None:
 
 
 def test_times_out() -> None:
-    async def slow(call):
-        await asyncio.sleep(3600)
+    async def never(call):
+        await asyncio.Event().wait()  # a model that never answers
 
-    model = ScriptedChatModel(slow)
-    writer = SummaryWriter(
-        model_call(model, DashScopeChatFormatter()),
-        get_token_counter("qwen"),
-        32768,
-        2048,
-        timeout=0.05,
-    )
+    writer, model = _writer(never, timeout=0.05)
     result = asyncio.run(writer.summarize(views(), None))
     assert result.summary.source == "extractive"
     assert all("TimeoutError" in f for f in result.failures)
+    assert len(model.calls) == len(result.failures) == 2, "tried twice, then extracted"
 
 
 def test_keeps_offload_paths_the_model_dropped() -> None:
@@ -198,11 +143,11 @@ def test_an_overlong_model_summary_is_fitted_to_the_budget() -> None:
 
 
 def test_splits_input_larger_than_the_window_and_counts_one_compaction() -> None:
-    msgs = [Msg("user", f"message {i} " + "word " * 400, "user") for i in range(40)]
+    msgs = [user(f"message {i} " + "word " * 400) for i in range(40)]
     writer, model = _writer([GOOD] * 10)
     writer.max_input_tokens = 4096
     previous = CompactSummary(goal=["Earlier goal"], compactions=3)
-    result = asyncio.run(writer.summarize(to_views(msgs), previous))
+    result = asyncio.run(writer.summarize(msgs, previous))
     assert result.summary.source == "llm"
     assert len(model.calls) > 1
     assert "# Previous memo" in model.calls[1].text
