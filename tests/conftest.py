@@ -27,7 +27,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_real_clients.py",
         "test_scripted_model.py",
         "test_session.py",
-        "test_tokens.py",
         "test_tool_results.py",
         "test_usage.py",
     }

@@ -1,4 +1,5 @@
-"""Offline token counting (design §5, 12.6, 12.13)."""
+"""Offline token counting (design §5, 12.6, 12.13): the core's counter on text, formatted prompts
+and neutral messages; and against the formatters of the installed AgentScope."""
 
 from __future__ import annotations
 
@@ -7,17 +8,19 @@ from pathlib import Path
 
 import dashscope
 import pytest
-from agentscope.formatter import DashScopeChatFormatter, OpenAIChatFormatter
-from agentscope.message import Msg
-from agentscope.token import TokenCounterBase
+from installed_harness import FORMATTERS, formatter
 
-from agentscope_context_ext import TokenCounter, get_token_counter
+from agentscope_context_ext.adapter import installed
+from agentscope_context_ext.core.messages import Media, Message, Text, ToolCall, ToolResult
 from agentscope_context_ext.core.tokens import (
     DEFAULT_MAX_INPUT_TOKENS,
+    TokenCounter,
     backend_for_model,
+    get_token_counter,
     known_max_input_tokens,
 )
 from agentscope_context_ext.core.tokens._backends import tiktoken_cache_path
+from agentscope_context_ext.core.transcripts import Record
 
 SAMPLES = [
     "hello world",
@@ -40,9 +43,13 @@ def test_qwen_count_equals_dashscope(qwen: TokenCounter, text: str) -> None:
     assert qwen.count_text(text) == expected
 
 
-def test_counter_is_an_agentscope_token_counter(qwen: TokenCounter) -> None:
-    assert isinstance(qwen, TokenCounterBase)
-    assert qwen.exact
+@pytest.mark.agentscope1
+def test_counter_is_an_agentscope_token_counter() -> None:
+    from agentscope.token import TokenCounterBase  # 1.x only: 2.x has no token counter class
+
+    counter = installed.get_token_counter("qwen")
+    assert isinstance(counter, TokenCounterBase)
+    assert counter.exact
 
 
 def test_estimate_is_bytes_over_four() -> None:
@@ -117,44 +124,75 @@ def test_windows_table() -> None:
     assert known_max_input_tokens(None) == DEFAULT_MAX_INPUT_TOKENS
 
 
-def _tool_conversation() -> list[Msg]:
+TOOL_CONVERSATION = [
+    Record("user", "请读一下 README 并总结"),
+    Record(
+        "assistant",
+        [
+            {"type": "text", "text": "Reading two files."},
+            {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"file_path": "a"}},
+            {"type": "tool_use", "id": "c2", "name": "read_file", "input": {"file_path": "b"}},
+        ],
+    ),
+    Record(
+        "system",
+        [
+            {"type": "tool_result", "id": "c1", "name": "read_file", "output": "alpha " * 300},
+            {
+                "type": "tool_result",
+                "id": "c2",
+                "name": "read_file",
+                "output": [{"type": "text", "text": "beta\n" * 200}],
+            },
+        ],
+    ),
+    Record("assistant", "Both files describe the project."),
+]
+"""A conversation with parallel tool calls, as transcript records (either major's messages)."""
+
+
+def _tool_conversation() -> list[Message]:
+    """:data:`TOOL_CONVERSATION` as neutral messages."""
     return [
-        Msg("user", "请读一下 README 并总结", "user"),
-        Msg(
+        Message("m1", "user", "user", "", (Text("请读一下 README 并总结"),)),
+        Message(
+            "m2",
             "assistant",
-            [
-                {"type": "text", "text": "Reading two files."},
-                {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"file_path": "a"}},
-                {"type": "tool_use", "id": "c2", "name": "read_file", "input": {"file_path": "b"}},
-            ],
             "assistant",
+            "",
+            (
+                Text("Reading two files."),
+                ToolCall("c1", "read_file", {"file_path": "a"}),
+                ToolCall("c2", "read_file", {"file_path": "b"}),
+            ),
         ),
-        Msg(
+        Message(
+            "m3",
             "system",
-            [
-                {"type": "tool_result", "id": "c1", "name": "read_file", "output": "alpha " * 300},
-                {
-                    "type": "tool_result",
-                    "id": "c2",
-                    "name": "read_file",
-                    "output": [{"type": "text", "text": "beta\n" * 200}],
-                },
-            ],
             "system",
+            "",
+            (
+                ToolResult("c1", "read_file", "alpha " * 300),
+                ToolResult("c2", "read_file", "beta\n" * 200),
+            ),
         ),
-        Msg("assistant", "Both files describe the project.", "assistant"),
+        Message("m4", "assistant", "assistant", "", (Text("Both files describe the project."),)),
     ]
 
 
-@pytest.mark.parametrize("formatter_class", [DashScopeChatFormatter, OpenAIChatFormatter])
+@pytest.mark.parametrize("layout", FORMATTERS)
 async def test_incremental_count_matches_the_formatted_prompt(
-    qwen: TokenCounter, formatter_class: type
+    qwen: TokenCounter, layout: str
 ) -> None:
-    msgs = _tool_conversation()
-    formatted = await formatter_class().format(msgs)
+    """Message by message, the neutral count is within 1% of the installed AgentScope's
+    formatter output counted whole."""
+    msgs = installed.records_to_msgs(TOOL_CONVERSATION)
+    formatted = await formatter(layout).format(msgs)
     exact = await qwen.count(formatted)
-    incremental = qwen.count_msgs(msgs)
+    incremental = sum(qwen.count_view(view) for view in installed.to_views(msgs))
     assert abs(incremental - exact) / exact < 0.01
+    neutral = sum(qwen.count_view(view) for view in _tool_conversation())
+    assert abs(neutral - exact) / exact < 0.01
 
 
 async def test_count_includes_tools_schema(qwen: TokenCounter) -> None:
@@ -181,37 +219,30 @@ async def test_media_blocks_cost_the_configured_amount() -> None:
     assert await counter.count(dashscope_layout) == await counter.count(with_image)
 
 
-def test_image_in_a_tool_result_msg_is_counted_as_media() -> None:
+def test_image_in_a_tool_result_is_counted_as_media() -> None:
     counter = get_token_counter("qwen", media_token_cost=500)
-    image = {
-        "type": "image",
-        "source": {"type": "base64", "media_type": "image/png", "data": "A" * 10**6},
-    }
-    msg = Msg(
-        "system",
-        [{"type": "tool_result", "id": "x", "name": "shot", "output": [image]}],
-        "system",
-    )
-    assert 500 <= counter.count_msg(msg) < 520
+    image = Media("image", "image/png", data="A" * 10**6)
+    msg = Message("shot", "system", "system", "", (ToolResult("x", "shot", "", (image,)),))
+    assert 500 <= counter.count_view(msg) < 520
 
 
-def test_message_cache_avoids_retokenizing(qwen: TokenCounter) -> None:
+def test_message_cache_avoids_retokenizing() -> None:
     counter = get_token_counter("qwen")
     msgs = _tool_conversation()
-    first = counter.count_msgs(msgs)
+    first = sum(counter.count_view(msg) for msg in msgs)
     tokenized = counter.tokenized_messages
-    assert counter.count_msgs(msgs) == first
+    assert sum(counter.count_view(msg) for msg in msgs) == first
     assert counter.tokenized_messages == tokenized, "unchanged messages must not be tokenized"
 
 
 def test_message_cache_notices_in_place_edits(qwen: TokenCounter) -> None:
     counter = get_token_counter("qwen")
     msgs = _tool_conversation()
-    before = counter.count_msg(msgs[2])
-    msgs[2].content[0]["output"] = "short"
-    after = counter.count_msg(msgs[2])
+    before = counter.count_view(msgs[2])
+    msgs[2].parts = (ToolResult("c1", "read_file", "short"), *msgs[2].parts[1:])  # same id
+    after = counter.count_view(msgs[2])
     assert after < before
-    assert after == qwen.count_msgs([msgs[2]])
+    assert after == qwen.count_view(msgs[2])
 
 
 def test_real_transcript_text_counts_exactly(shared_data: Path, qwen: TokenCounter) -> None:
