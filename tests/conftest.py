@@ -16,7 +16,6 @@ from agentscope_context_ext.compat import agentscope_major, agentscope_version
 AGENTSCOPE1_ONLY = frozenset(
     {
         "test_studio.py",
-        "test_storage.py",
         "test_context_memory.py",
         "test_faults.py",
         "test_fidelity.py",

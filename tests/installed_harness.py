@@ -183,3 +183,60 @@ async def read_file(agent: Any, **arguments: Any) -> str:
         if name == "read_file":
             return await tool(**arguments)
     raise AssertionError("the agent has no read_file tool")
+
+
+# ------------------------------------------------------------ agents in other processes
+
+
+async def note(text: str) -> str:
+    """Write a note.
+
+    Args:
+        text (str): The note.
+    """
+    return f"noted {text}\n" + "detail line\n" * 150
+
+
+def note_taking_agent(workspace: str, tag: str, steps: int, ids_dir: str | None = None) -> None:
+    """One note-taking agent of the installed AgentScope (run in a process of its own):
+    ``steps`` calls of ``note`` and a Memory.md fact every 10th step (``note_taker``), then a
+    compaction of everything; the ids of what it keeps go to ``<ids_dir>/<tag>.ids.json``."""
+    import asyncio
+    import json
+
+    from harness_common import note_taker
+
+    async def main() -> None:
+        agent = managed(
+            ScriptedChatModel(note_taker(tag, steps)),
+            {
+                "workspace": workspace,
+                "max_input_tokens": 8192,
+                "notices": False,
+                "long_term_memory": {"summarize_on_compaction": False, "consolidation_time": "off"},
+            },
+            tools=(note,),
+            name=tag,
+            max_iters=steps + 5,
+        )
+        await agent.ask(f"{tag}: take notes")
+        await agent.manager.compact_now()
+        ids = [view.id for view in agent.views()]
+        Path(ids_dir or workspace, f"{tag}.ids.json").write_text(json.dumps(ids))
+
+    asyncio.run(main())
+
+
+def note_results(views: Sequence[Message], tag: str) -> set[str]:
+    """Ids of the ``note`` results of agent ``tag`` among ``views``."""
+    return {
+        result.id
+        for result in tool_results(views)
+        if result.id.startswith(f"{tag}-") and not result.id.startswith(f"{tag}-m")
+    }
+
+
+def stored_views(workspace: str | Path) -> list[Message]:
+    """Every message in the ``dialog/`` of ``workspace``, oldest first, as neutral views."""
+    store = installed.open_dialog(workspace)
+    return [store.codec.view(r.msg) for r in store.iter_records(newest_first=False)]

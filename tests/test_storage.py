@@ -1,22 +1,29 @@
 """The storage contract (issue 15): every workspace store on a local folder and on a real Redis
 server behaves the same, hostile input included. The ``storage`` fixture runs each test on both
 backends (Redis: the server ``ACE_REDIS_URL`` names; skipped without one unless
-``ACE_REQUIRE_REDIS=1``)."""
+``ACE_REQUIRE_REDIS=1``). The stores are the core's (dialog records as plain dicts); the agents
+sharing a Redis workspace are managed agents of the installed AgentScope."""
 
 from __future__ import annotations
 
 import multiprocessing
 import threading
+import uuid
 from datetime import date
 
 import pytest
-from agentscope.message import Msg
 
-from agentscope_context_ext import LongTermMemory, ToolResultStore, WorkspaceError, open_dialog
-from agentscope_context_ext.core.workspace import open_storage
+from agentscope_context_ext.core.errors import WorkspaceError
+from agentscope_context_ext.core.longterm import LongTermMemory
+from agentscope_context_ext.core.workspace import DialogStore, ToolResultStore, open_storage
 from agentscope_context_ext.core.workspace._keys import check_key
 
 INVALID_UTF8 = b"ok \xff\xfe bytes\n"
+
+
+def msg(text: str, timestamp: str | None = None) -> dict:
+    """A saved user message as a plain record (the core's ``DictCodec``)."""
+    return {"id": uuid.uuid4().hex, "role": "user", "content": text, "timestamp": timestamp}
 
 
 def test_values_round_trip_whole(storage) -> None:
@@ -91,16 +98,14 @@ def test_the_stores_on_either_backend(storage) -> None:
     assert results.read_text(path) == "the full output\n" * 1000
     assert results.cleanup(ttl_days=1, keep=[path]) == []
 
-    dialog = open_dialog(storage, today=lambda: date(2026, 12, 3))
-    first = dialog.append(
-        [Msg("user", f"m{i}", "user", timestamp="2026-12-03 10:00:00") for i in range(3)]
-    )
-    second = dialog.append([Msg("user", "m3", "user", timestamp="2026-12-03 10:00:01")])
+    dialog = DialogStore(storage, today=lambda: date(2026, 12, 3))
+    first = dialog.append([msg(f"m{i}", "2026-12-03 10:00:00") for i in range(3)])
+    second = dialog.append([msg("m3", "2026-12-03 10:00:01")])
     assert (first[0].first_line, first[0].last_line, second[0].first_line) == (1, 3, 4)
     file, records = dialog.read("2026-12-03", start_line=2, limit=2)
     assert file == "dialog/2026-12-03.jsonl"
-    assert [r.msg.get_text_content() for r in records] == ["m1", "m2"]
-    assert [r.msg.get_text_content() for r in dialog.search("m3")] == ["m3"]
+    assert [r.msg["content"] for r in records] == ["m1", "m2"]
+    assert [r.msg["content"] for r in dialog.search("m3")] == ["m3"]
 
     memory = LongTermMemory(storage)
     assert memory.append("Editor: vim") and not memory.append("editor:  VIM")
@@ -134,16 +139,17 @@ def test_four_agents_in_four_processes_share_one_redis(redis_url: str, tmp_path)
     import json
 
     from harness_common import run_in_processes
-    from test_hardening import _agent_process, _note_results
+    from installed_harness import note_results, note_taking_agent, stored_views
 
     tags = ("alpha", "beta", "gamma", "delta")
-    run_in_processes(_agent_process, [(redis_url, tag, 200, str(tmp_path)) for tag in tags], 900)
-    dialog = open_dialog(redis_url)
+    run_in_processes(note_taking_agent, [(redis_url, tag, 200, str(tmp_path)) for tag in tags], 900)
+    dialog = DialogStore(redis_url)
     raw = [line for f in dialog.files() for _, line in dialog.storage.lines(f)]
-    records = [json.loads(line) for line in raw]  # every line whole
+    assert all(json.loads(line)["id"] for line in raw), "every line whole"
+    views = stored_views(redis_url)
     memory = LongTermMemory(redis_url).read()
     for tag in tags:
-        results = _note_results(records, tag)
+        results = note_results(views, tag)
         assert len(results) >= 199, (tag, len(results))
         assert json.loads((tmp_path / f"{tag}.ids.json").read_text())
         facts = [line for line in memory.splitlines() if line.startswith(f"- {tag} fact ")]
@@ -155,18 +161,14 @@ def _killed_in_compaction(url: str, started) -> None:
     where the parent kills it."""
     import asyncio
 
-    from agentscope.formatter import DashScopeChatFormatter
+    from harness_common import session_plan
+    from installed_harness import managed, scripted_session
 
-    from agentscope_context_ext import enable_context_management
-
-    from agent_harness import make_agent, scripted_session, session_plan
-
-    agent = make_agent(
+    agent = managed(
         scripted_session(session_plan(total_calls=20, sizes_kb=[30, 200, 60, 12])),
-        DashScopeChatFormatter(),
+        {"workspace": url, "max_input_tokens": 16384},
     )
-    manager = enable_context_management(agent, {"workspace": url, "max_input_tokens": 16384})
-    storage = manager.storage
+    storage = agent.manager.storage
 
     def stop_inside(event) -> None:
         if event.type == "dialog_saved":  # the dialog is written, the memory not yet updated
@@ -175,8 +177,8 @@ def _killed_in_compaction(url: str, started) -> None:
             started.set()
             threading.Event().wait()
 
-    manager.subscribe(stop_inside)
-    asyncio.run(agent(Msg("user", "collect the documents", "user")))
+    agent.manager.subscribe(stop_inside)
+    asyncio.run(agent.ask("collect the documents"))
 
 
 def test_a_worker_killed_during_a_compaction_loses_nothing(redis_url: str) -> None:
@@ -192,20 +194,20 @@ def test_a_worker_killed_during_a_compaction_loses_nothing(redis_url: str) -> No
     assert started.wait(300)
     os.kill(worker.pid, signal.SIGKILL)
     worker.join(60)
-    dialog = open_dialog(url)
+    dialog = DialogStore(url)
     lines = [line for f in dialog.files() for _, line in dialog.storage.lines(f)]
     assert lines and all(json.loads(line)["id"] for line in lines), "every saved line whole"
     memory = LongTermMemory(url)
     assert memory.append("after the kill"), "the dead worker's lock did not stay"
-    assert open_dialog(url).append([Msg("user", "next", "user")])[0].first_line == len(lines) + 1
+    assert DialogStore(url).append([msg("next")])[0].first_line == len(lines) + 1
 
 
 def _append_many(url: str, tag: str, count: int) -> None:
     memory = LongTermMemory(url)
-    dialog = open_dialog(url)
+    dialog = DialogStore(url)
     for i in range(count):
         memory.append(f"{tag} fact {i}")
-        dialog.append([Msg("user", f"{tag} {i}", "user", timestamp="2026-12-03 10:00:00")])
+        dialog.append([msg(f"{tag} {i}", "2026-12-03 10:00:00")])
 
 
 def test_four_processes_share_one_redis_workspace(redis_url: str) -> None:
@@ -220,32 +222,29 @@ def test_four_processes_share_one_redis_workspace(redis_url: str) -> None:
         assert worker.exitcode == 0
     facts = [line for line in LongTermMemory(redis_url).read().splitlines() if " fact " in line]
     assert len(facts) == 200 and len(set(facts)) == 200, "every fact, once"
-    dialog = open_dialog(redis_url)
-    texts = [r.msg.get_text_content() for r in dialog.iter_records(newest_first=False)]
+    dialog = DialogStore(redis_url)
+    texts = [r.msg["content"] for r in dialog.iter_records(newest_first=False)]
     assert len(texts) == 200 and len(set(texts)) == 200
     assert dialog.line_count("dialog/2026-12-03.jsonl") == 200, "no torn or lost line"
 
 
 async def _run_session(workspace: str) -> tuple[list, object]:
-    from agentscope.formatter import DashScopeChatFormatter
-
-    from agentscope_context_ext import enable_context_management
-
-    from agent_harness import make_agent, scripted_session, session_plan
+    from harness_common import session_plan
+    from installed_harness import managed, scripted_session
 
     model = scripted_session(session_plan(total_calls=16, sizes_kb=[30, 200, 60, 12]))
-    agent = make_agent(model, DashScopeChatFormatter())
-    enable_context_management(agent, {"workspace": workspace, "max_input_tokens": 16384})
-    await agent(Msg("user", "collect the documents", "user"))
+    agent = managed(model, {"workspace": workspace, "max_input_tokens": 16384})
+    await agent.ask("collect the documents")
     return model.calls, agent
 
 
 async def test_an_agent_on_redis_sees_exactly_what_it_sees_on_a_folder(
     redis_url: str, tmp_path
 ) -> None:
-    from agentscope_context_ext import split_notice
+    from harness_common import strip_volatile
+    from installed_harness import is_agent_call, read_file, tool_results
 
-    from agent_harness import is_agent_call, result_text, strip_volatile, tool_ids
+    from agentscope_context_ext.core.truncation import split_notice
 
     local_calls, local_agent = await _run_session(str(tmp_path / "ws"))
     redis_calls, redis_agent = await _run_session(redis_url)
@@ -253,20 +252,14 @@ async def test_an_agent_on_redis_sees_exactly_what_it_sees_on_a_folder(
     def prompts(calls) -> list[str]:
         return strip_volatile([c.messages for c in calls if is_agent_call(c)])
 
-    assert redis_agent.context_manager.stats.compactions >= 1
+    assert redis_agent.manager.stats.compactions >= 1
     assert prompts(redis_calls) == prompts(local_calls), "the same prompts, byte for byte"
     # read_file follows a notice on Redis exactly as on a folder
-    read_local = local_agent.toolkit.tools["read_file"].original_func
-    read_redis = redis_agent.toolkit.tools["read_file"].original_func
-    cut = next(
-        result_text(m)
-        for m in redis_agent.memory.messages
-        if tool_ids(m, "tool_result") and split_notice(result_text(m))
-    )
+    cut = next(r.text for r in tool_results(redis_agent.views()) if split_notice(r.text))
     notice = split_notice(cut)[1]
     args = {"file_path": notice.file_path, "start_line": notice.next_line}
-    got_redis = (await read_redis(**args)).content[0]["text"]
-    assert got_redis == (await read_local(**args)).content[0]["text"]
+    got_redis = await read_file(redis_agent, **args)
+    assert got_redis == await read_file(local_agent, **args)
     assert not got_redis.startswith("Error")
     # and the dialog, Memory.md and summary are on the server
     storage = open_storage(redis_url)
@@ -332,37 +325,29 @@ def test_inspect_warns_when_the_server_does_not_persist(redis_url: str, capsys) 
             client.config_set(key, value)
 
 
-def _worker(url: str, session_url: str, prefix: str, part: int, out) -> None:
-    """One worker process: load the conversation from AgentScope's RedisSession, run one
-    part of it on the shared Redis workspace, save it back."""
+def _worker(url: str, part: int, out) -> None:
+    """One worker process: load the conversation saved on the Redis workspace (the installed
+    AgentScope's own session store there), run one part of it, save it back."""
     import asyncio
-    from urllib.parse import urlparse
 
-    from agentscope.formatter import DashScopeChatFormatter
-    from agentscope.session import RedisSession
-
-    from agentscope_context_ext import enable_context_management
-
-    from agent_harness import is_agent_call, make_agent, scripted_session, session_plan
+    from harness_common import session_plan
+    from installed_harness import is_agent_call, managed, scripted_session
 
     plan = session_plan(total_calls=20, sizes_kb=[30, 200, 60, 12])
     steps = plan[:5] if part == 1 else plan[5:]
     model = scripted_session(steps)
-    agent = make_agent(model, DashScopeChatFormatter())
-    parsed = urlparse(session_url)
-    session = RedisSession(host=parsed.hostname, port=parsed.port, key_prefix=prefix)
+    agent = managed(model, {"workspace": url, "max_input_tokens": 16384})
 
     async def run() -> None:
-        await session.load_session_state(session_id="conversation", agent=agent)
-        manager = enable_context_management(agent, {"workspace": url, "max_input_tokens": 16384})
-        await agent(Msg("user", f"part {part}", "user"))
-        await session.save_session_state(session_id="conversation", agent=agent)
+        await agent.load_session("conversation")
+        await agent.ask(f"part {part}")
+        await agent.save_session("conversation")
         calls = [c for c in model.calls if is_agent_call(c)]
         out.put(
             {
-                "compactions": manager.stats.compactions,
+                "compactions": agent.manager.stats.compactions,
                 "first_prompt": repr(calls[0].messages),
-                "summary": bool(agent.memory.compact_summary),
+                "summary": agent.manager.port.summary is not None,
             }
         )
 
@@ -370,15 +355,14 @@ def _worker(url: str, session_url: str, prefix: str, part: int, out) -> None:
 
 
 def test_a_conversation_continues_on_another_worker(redis_url: str) -> None:
-    """Two worker processes, one Redis: the agent's state in AgentScope's RedisSession, the
-    workspace (dialog, saved results, Memory.md) in this package's Redis backend."""
-    base = redis_url.split("?")[0]
-    prefix = redis_url.split("prefix=")[1] + "-session:"
+    """Two worker processes, one Redis: the agent's state in the session store the installed
+    AgentScope keeps there, the workspace (dialog, saved results, Memory.md) in this package's
+    Redis backend."""
     context = multiprocessing.get_context("spawn")
     results = []
     for part in (1, 2):
         out = context.Queue()
-        worker = context.Process(target=_worker, args=(redis_url, base, prefix, part, out))
+        worker = context.Process(target=_worker, args=(redis_url, part, out))
         worker.start()
         results.append(out.get(timeout=300))
         worker.join(120)
@@ -387,7 +371,7 @@ def test_a_conversation_continues_on_another_worker(redis_url: str) -> None:
     assert first["compactions"] >= 1 and first["summary"]
     assert "Earlier conversation was compacted" in second["first_prompt"], "the summary moved"
     assert "part 1" in second["first_prompt"] or "dialog/" in second["first_prompt"]
-    dialog = open_dialog(redis_url)
+    dialog = DialogStore(redis_url)
     assert dialog.files(), "both workers' compactions are in one dialog log"
 
 
@@ -420,18 +404,18 @@ def test_a_redis_restart_loses_nothing_acknowledged(tmp_path, redis_url: str) ->
     server = _start_redis(tmp_path, port)
     url = f"redis://127.0.0.1:{port}/0?prefix=restart"
     try:
-        dialog, results = open_dialog(url), ToolResultStore(url)
-        refs = dialog.append([Msg("user", f"before {i}", "user") for i in range(50)])
+        dialog, results = DialogStore(url), ToolResultStore(url)
+        refs = dialog.append([msg(f"before {i}") for i in range(50)])
         saved = results.save("acknowledged output\n" * 100)
         server.send_signal(signal.SIGKILL)  # a crash, not a clean shutdown
         server.wait(60)
         with pytest.raises(Exception) as down:  # a clear error while the server is away
-            dialog.append([Msg("user", "during", "user")])
+            dialog.append([msg("during")])
         assert "Connection" in type(down.value).__name__ or "connect" in str(down.value).lower()
         server = _start_redis(tmp_path, port)
         assert dialog.line_count(refs[0].file) == 50, "every acknowledged line survived"
         assert results.read_text(saved) == "acknowledged output\n" * 100
-        assert dialog.append([Msg("user", "after", "user")])[0].first_line == 51
+        assert dialog.append([msg("after")])[0].first_line == 51
     finally:
         server.kill()
         server.wait(60)
@@ -442,7 +426,7 @@ def test_chat_continues_its_session_on_a_redis_workspace(
 ) -> None:
     import json
 
-    from agentscope.formatter import DashScopeChatFormatter
+    from installed_harness import formatter
 
     from agentscope_context_ext.cli import _chat, main
     from agentscope_context_ext.testing import ScriptedChatModel
@@ -451,7 +435,7 @@ def test_chat_continues_its_session_on_a_redis_workspace(
 
     def scripted(model_name=None):
         models.append(ScriptedChatModel(["Noted.", "It is ed-4711."]))
-        return models[-1], DashScopeChatFormatter()
+        return models[-1], formatter("dashscope")
 
     monkeypatch.setattr(_chat, "model_from_environment", scripted)
     import io
