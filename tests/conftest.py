@@ -23,7 +23,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_long_term_memory.py",
         "test_manager.py",
         "test_pipeline.py",
-        "test_real_clients.py",
         "test_scripted_model.py",
         "test_session.py",
         "test_tool_results.py",
@@ -33,7 +32,7 @@ AGENTSCOPE1_ONLY = frozenset(
 """Test files that drive AgentScope 1.x objects (``ReActAgent``, ``InMemoryMemory``, 1.x
 formatters and blocks): not collected on 2.x, where test_agentscope2.py covers the adapter."""
 
-AGENTSCOPE2_ONLY = frozenset({"test_agentscope2.py", "test_real_clients2.py"})
+AGENTSCOPE2_ONLY = frozenset({"test_agentscope2.py"})
 """Test files that drive AgentScope 2.x objects: not collected on 1.x."""
 
 

@@ -1,20 +1,42 @@
-"""Through the real client stack (issue 16): an agent built from an agent file talks to loopback
-servers speaking the OpenAI chat-completions protocol (streaming SSE with tool-call deltas, and
-non-streaming) and the Ollama chat protocol, through AgentScope's ``OpenAIChatModel`` /
-``OllamaChatModel`` and the ``openai`` / ``ollama`` clients. Loopback only, bounded scripts."""
+"""Through the real client stack (issue 16), on the installed AgentScope (1.x or 2.x): an agent
+built from an agent file (1.x: a ``ReActAgent``; 2.x: an ``Agent`` with ``ContextMiddleware``)
+talks to loopback servers speaking the OpenAI chat-completions protocol (streaming SSE with
+tool-call deltas, and non-streaming) and the Ollama chat protocol, through AgentScope's
+``OpenAIChatModel`` / ``OllamaChatModel`` and the ``openai`` / ``ollama`` clients; ``chat`` and
+``consolidate`` with an agent file. The agent is driven through the adapter's ``ManagedAgent``.
+Loopback only, bounded scripts."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
-from agentscope.message import Msg
-from harness_common import USAGE_OFFSET, Script, agent_file, sent_tool_texts
+import yaml
+from harness_common import (
+    COMPACTION_MARKER,
+    CONSOLIDATOR_MARKER,
+    SUMMARIZER_MARKER,
+    USAGE_OFFSET,
+    Script,
+    agent_file,
+    sent_tool_texts,
+)
 from llm_servers import ModelServer, Reply, system_text
 
 from agentscope_context_ext import ConfigError, LongTermMemory, build_agent
+from agentscope_context_ext.adapter import installed
+from agentscope_context_ext.cli import main
+from agentscope_context_ext.compat import agentscope_major
 
-from agent_harness import COMPACTION_MARKER, SUMMARIZER_MARKER
+TOOL = "harness_common:fetch" if agentscope_major() >= 2 else "agent_harness:fetch"
+"""The ``fetch`` tool an agent file names, of the installed AgentScope's kind: 2.x wraps a
+function returning text, a 1.x toolkit takes a function returning a ``ToolResponse``."""
+
+
+def managed(spec: dict) -> object:
+    """The agent an agent file describes, behind the adapter's facade."""
+    return installed.ManagedAgent(build_agent(spec))
 
 
 @pytest.mark.parametrize(
@@ -31,18 +53,18 @@ async def test_an_agent_file_agent_through_the_real_client(
 ) -> None:
     script = Script()
     with ModelServer(protocol, script, usage_offset=USAGE_OFFSET) as server:
-        spec = agent_file(provider, server.url, stream, workspace=str(workspace))
-        agent = build_agent(spec)
-        manager = agent.context_manager
-        final = await agent(Msg("user", "collect the documents", "user"))
+        spec = agent_file(provider, server.url, stream, TOOL, workspace=str(workspace))
+        agent = managed(spec)
+        manager = agent.manager
+        final = await agent.ask("collect the documents")
         await manager.drain()
-    assert final.get_text_content() == "All documents fetched."
+    assert final == "All documents fetched."
     # truncation: what the provider received is the excerpt with its notice
     assert manager.stats.truncations >= 1
     assert any("<<<TRUNCATED>>>" in text for text in sent_tool_texts(server))
     # compaction with the model-written summary, parsed into the six sections
     assert manager.stats.compactions >= 1
-    summary = agent.memory.compact_summary
+    summary = manager.port.summary
     assert summary.source == "llm"
     assert summary.goal and summary.constraints and summary.progress
     assert summary.key_decisions and summary.next_steps and summary.critical_context
@@ -58,9 +80,9 @@ async def test_an_agent_file_agent_through_the_real_client(
         for i, r in enumerate(server.requests)
         if COMPACTION_MARKER not in system_text(r) and SUMMARIZER_MARKER not in system_text(r)
     )
-    provider = server.requests[last]["_reported_prompt_tokens"]
+    reported = server.requests[last]["_reported_prompt_tokens"]
     calibration = manager.pipeline.count.calibration
-    assert calibration != 0 and abs(calibration + error * provider) <= 2
+    assert calibration != 0 and abs(calibration + error * reported) <= 2
     assert (await manager.count()).calibration == calibration
 
 
@@ -71,14 +93,14 @@ async def test_a_malformed_summary_answer_falls_back(workspace: Path, answer: st
             "openai-compatible",
             server.url,
             True,
+            TOOL,
             workspace=str(workspace),
             long_term_memory={"enabled": False},
         )
-        agent = build_agent(spec)
-        await agent(Msg("user", "collect the documents", "user"))
-    manager = agent.context_manager
-    assert manager.stats.compactions >= 1
-    assert agent.memory.compact_summary.source == "extractive"
+        agent = managed(spec)
+        await agent.ask("collect the documents")
+    assert agent.manager.stats.compactions >= 1
+    assert agent.manager.port.summary.source == "extractive"
     assert any(COMPACTION_MARKER in system_text(r) for r in server.requests), "it was asked"
 
 
@@ -95,7 +117,7 @@ def test_bad_agent_files_are_one_clear_error(tmp_path: Path, monkeypatch) -> Non
         ({**base, "context": {"truncation": {"recent_n": -1}}}, "context.truncation.recent_n"),
         ({**base, "model": {**base["model"], "base_url": "ftp://x"}}, "http(s) URL"),
         ({**base, "tools": {"explorer": {"roots": ["/no/such/folder"]}}}, "is not a folder"),
-        ({**base, "tools": {"functions": ["agent_harness:SIZES_KB"]}}, "is not a function"),
+        ({**base, "tools": {"functions": ["harness_common:SIZES_KB"]}}, "is not a function"),
         ({**base, "context": "no-such-preset.yaml"}, "config file not found"),
     ]
     for data, fragment in cases:
@@ -120,45 +142,42 @@ def test_the_shipped_agent_files_are_valid(name: str) -> None:
 def test_chat_with_an_agent_file_scripted_from_stdin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    """One command, one file: notices, the commands and the stats line, through the real
-    OpenAI client against a loopback server (streaming)."""
-    import io
-
-    import yaml
-
-    from agentscope_context_ext.cli import main
-
+    """One command, one file: the replies, notices, the commands and the stats line, through
+    the real OpenAI client against a loopback server (streaming); the next chat continues."""
     monkeypatch.chdir(tmp_path)
     with ModelServer("openai", Script(calls=8)) as server:
-        spec = agent_file("openai-compatible", "http://127.0.0.1:9/v1", True)
+        spec = agent_file("openai-compatible", "http://127.0.0.1:9/v1", True, TOOL)
         spec["context"]["long_term_memory"] = {"enabled": True, "consolidation_time": "off"}
         (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
         lines = "collect the documents\n/context\n/compact\n/memory\n"
         monkeypatch.setattr("sys.stdin", io.StringIO(lines))
         # --base-url replaces the file's (dead) server with the running one
         code = main(["chat", "--agent", "agent.yaml", "--base-url", server.url])
-    printed = capsys.readouterr().out
-    assert code == 0, printed
-    assert "[context]" in printed and "compacted:" in printed, "compaction notices"
-    assert "tokens now (system" in printed and "compaction at" in printed, "/context"
-    assert "compacted on request" in printed, "/compact"
-    assert "context stats: " in printed and "truncation(s)" in printed
-    assert server.requests, "the real client reached the server"
+        printed = capsys.readouterr().out
+        assert code == 0, printed
+        assert "researcher: All documents fetched." in printed, "the reply is printed"
+        assert "[context]" in printed and "compacted:" in printed, "compaction notices"
+        assert "tokens now (system" in printed and "compaction at" in printed, "/context"
+        assert "compacted on request" in printed, "/compact"
+        assert "context stats: " in printed and "truncation(s)" in printed
+        assert server.requests, "the real client reached the server"
+        # the conversation was saved in the workspace; the next chat continues from it
+        assert (tmp_path / ".agentscope-context" / "sessions" / "chat.json").is_file()
+        before = len(server.requests)
+        monkeypatch.setattr("sys.stdin", io.StringIO("and now?\n"))
+        assert main(["chat", "--agent", "agent.yaml", "--base-url", server.url]) == 0
+    # /compact summarised the first chat (the server's six sections): the second one sent it
+    resumed = server.requests[before]
+    assert COMPACTION_MARKER not in system_text(resumed)
+    assert "Collect the documents the user asked for" in str(resumed["messages"])
 
 
 def test_chat_errors_are_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    import io
-
-    import yaml
-
-    from agentscope_context_ext.cli import main
-
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    refused = agent_file("openai-compatible", "http://127.0.0.1:9/v1", False)
-    refused["model"]["options"] = {"timeout": 5}
+    refused = agent_file("openai-compatible", "http://127.0.0.1:9/v1", False, TOOL)
     (tmp_path / "refused.yaml").write_text(yaml.safe_dump(refused))
     (tmp_path / "nokey.yaml").write_text(
         yaml.safe_dump({"model": {"provider": "openai", "model": "gpt-4o-mini"}})
@@ -176,15 +195,25 @@ def test_chat_errors_are_one_line(
         assert fragment in err and "\n" not in err and "Traceback" not in err, (file, err)
 
 
+@pytest.mark.skipif(
+    agentscope_major() < 2, reason="1.x passes model.options on to the client as they are"
+)
+def test_bad_model_options_are_one_clear_error(monkeypatch) -> None:
+    """On 2.x ``model.options`` are the model class's ``Parameters``: a name it does not have,
+    or a value of the wrong type, is one clear error."""
+    base = {"model": {"provider": "openai-compatible", "model": "m", "base_url": "http://x:1"}}
+    with pytest.raises(ConfigError, match=r"model\.options\.colour: not a parameter .*temperature"):
+        build_agent({**base, "model": {**base["model"], "options": {"colour": "red"}}})
+    with pytest.raises(ConfigError, match=r"model\.options"):
+        build_agent({**base, "model": {**base["model"], "options": {"temperature": "hot"}}})
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="needs OPENAI_API_KEY to be set"):
+        build_agent({"model": {"provider": "openai", "model": "m"}})
+
+
 def test_consolidate_uses_the_agent_files_model(
     workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    import yaml
-
-    from agentscope_context_ext.cli import main
-
-    from agent_harness import CONSOLIDATOR_MARKER
-
     memory = LongTermMemory(workspace)
     memory.append("Editor: vim")
     memory.add_daily_note("Editor: helix", day="2026-12-01")
@@ -197,8 +226,9 @@ def test_consolidate_uses_the_agent_files_model(
         return Reply("", [("w1", "memory_write", {"content": content})])
 
     with ModelServer("openai", consolidator) as server:
-        spec = agent_file("openai-compatible", server.url, False)
+        spec = agent_file("openai-compatible", server.url, False, TOOL)
         (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
         assert main(["consolidate", str(workspace), "--agent", str(tmp_path / "agent.yaml")]) == 0
     assert "consolidated" in capsys.readouterr().out
     assert "- Editor: helix (since 2026-12-01)" in memory.read() and "vim" not in memory.read()
+    assert SUMMARIZER_MARKER not in str(server.requests)
