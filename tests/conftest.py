@@ -22,7 +22,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_hardening.py",
         "test_long_term_memory.py",
         "test_manager.py",
-        "test_pipeline.py",
         "test_scripted_model.py",
         "test_session.py",
         "test_tool_results.py",

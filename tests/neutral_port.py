@@ -64,6 +64,9 @@ __all__ = [
     "ScriptedCallModel",
     "SummaryCall",
     "assistant",
+    "everything",
+    "fetch_session",
+    "replies",
     "results",
     "schema",
     "user",
@@ -482,6 +485,21 @@ class ModelTurn:
         """Every string of the prompt."""
         return "\n".join([self.sys_prompt, *(m.raw_text() for m in self.messages)])
 
+    def orphans(self) -> list[str]:
+        """Tool results sent without their call, and calls without their result (but the
+        last message's: it is the call being made)."""
+        problems = []
+        open_calls: dict[str, int] = {}
+        for msg in self.messages:
+            for result in msg.tool_results:
+                if open_calls.get(result.id, 0) == 0:
+                    problems.append(f"result without call: {result.id}")
+                else:
+                    open_calls[result.id] -= 1
+            for call in msg.tool_calls:
+                open_calls[call.id] = open_calls.get(call.id, 0) + 1
+        return problems + [f"call without result: {c}" for c, n in open_calls.items() if n > 0]
+
     def tool_names(self) -> set[str]:
         return {tool["function"]["name"] for tool in self.tools}
 
@@ -511,9 +529,11 @@ class NeutralAgent:
     def port(self) -> NeutralPort:
         return self.manager.port  # type: ignore[return-value]
 
-    async def ask(self, text: str) -> str:
-        """One user message; the agent's final text."""
-        self.port.add(user(text))
+    async def ask(self, text: str | Message | None) -> str:
+        """One user message (a text, or a message of its own); ``None``: carry on from the
+        context as it is, without a new message. The agent's final text."""
+        if text is not None:
+            self.port.add(text if isinstance(text, Message) else user(text))
         for _ in range(self.max_iters):
             manager = self.manager
             await manager.before_model_call()
@@ -540,6 +560,34 @@ class NeutralAgent:
                 output = await tool(**call.arguments)
                 self.port.add(results(ToolResult(call.id, call.name, output)))
         return ""
+
+
+def fetch_session(
+    plan: Sequence[Sequence[tuple[int, int]]],
+    first_step: int = 0,
+    final: str = "All documents fetched.",
+) -> Respond:
+    """The scripted model of a session (``harness_common.session_plan``): at each model call the
+    next step's ``fetch`` calls (ids ``call-<step>-<k>``, steps numbered from ``first_step``),
+    then ``final``."""
+
+    def respond(turn: ModelTurn) -> Answer:
+        if turn.index >= len(plan):
+            return final
+        step = first_step + turn.index
+        calls = [
+            ToolCall(f"call-{step}-{k}", "fetch", {"size_kb": size, "seed": seed})
+            for k, (size, seed) in enumerate(plan[turn.index])
+        ]
+        return assistant(f"step {step}", *calls)
+
+    return respond
+
+
+def replies(*answers: Answer) -> Respond:
+    """The scripted model of a few turns: ``answers`` in order, then "Done."."""
+    queue = list(answers)
+    return lambda turn: queue.pop(0) if queue else "Done."
 
 
 def everything(agent: NeutralAgent) -> Iterator[Message]:

@@ -1,56 +1,52 @@
-"""The pipeline on a real ReActAgent (design §4, 4.1, 4.3, 4.4): long sessions stay in the window
-without orphans or loss; compaction failures, dialog write failures and crashes lose nothing;
-an oversized newest message overflows without looping."""
+"""The pipeline (design §4, 4.1, 4.3, 4.4): long sessions stay in the window without orphans or
+loss, on a real agent of the installed AgentScope with either prompt layout; compaction failures,
+dialog write failures and crashes lose nothing, an oversized newest message overflows without
+looping and the Raw Dialog guide stays one line per file, framework-free on the neutral port."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from agentscope.agent import ReActAgent
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg
-from agentscope.session import JSONSession
-from agentscope.tool import Toolkit
-
-from agentscope_context_ext import (
-    enable_context_management,
-    get_token_counter,
-    open_dialog,
-    split_notice,
-)
-from agentscope_context_ext.testing import ScriptedChatModel
-
-from agent_harness import (
+from harness_common import SIZES_KB, fetch, make_text, model_summary, prompt_orphans, session_plan
+from installed_harness import (
     FORMATTERS,
-    SIZES_KB,
+    all_views,
+    call_ids,
     is_agent_call,
-    make_agent,
-    make_text,
-    prompt_orphans,
+    managed,
+    offloaded_files_missing,
+    result_ids,
+    said,
     scripted_session,
-    session_plan,
-    tool_ids,
 )
+from neutral_port import (
+    NeutralAgent,
+    NeutralManager,
+    ScriptedCallModel,
+    everything,
+    fetch_session,
+    replies,
+    user,
+)
+
+from agentscope_context_ext import get_token_counter, split_notice
 
 
 @pytest.mark.parametrize("window", [16384, 32768])
-@pytest.mark.parametrize("formatter_class", FORMATTERS)
+@pytest.mark.parametrize("layout", FORMATTERS)
 async def test_long_session_stays_in_window_without_orphans_or_loss(
-    workspace: Path, window: int, formatter_class: type
+    workspace: Path, window: int, layout: str
 ) -> None:
     plan = session_plan(total_calls=62, sizes_kb=SIZES_KB)
     assert any(len(step) > 1 for step in plan), "the plan has parallel calls"
     model = scripted_session(plan)
-    agent = make_agent(model, formatter_class())
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": window}
-    )
+    agent = managed(model, {"workspace": str(workspace), "max_input_tokens": window}, layout=layout)
+    manager = agent.manager
     events = []
     manager.subscribe(events.append)
-    user = Msg("user", "Fetch every document and analyse them.", "user")
-    final = await agent(user)
-    assert final.get_text_content() == "All documents fetched."
+    request = "Fetch every document and analyse them."
+    assert await agent.ask(request) == "All documents fetched."
 
     counter = get_token_counter("qwen")
     agent_calls = [c for c in model.calls if is_agent_call(c)]
@@ -68,38 +64,42 @@ async def test_long_session_stays_in_window_without_orphans_or_loss(
         last[1]["content"] if isinstance(last[1]["content"], str) else last[1]["content"][0]["text"]
     )
     assert summary_text.startswith("<context-summary>")
-    store = open_dialog(workspace)
-    for ref in agent.memory.compact_summary.dialog_refs:
+    store = manager.dialog_store
+    assert manager.port.summary.dialog_refs
+    for ref in manager.port.summary.dialog_refs:
         assert f"{ref.file} lines {ref.first_line}-{ref.last_line}" in summary_text
         assert (workspace / ref.file).is_file()
         assert store.line_count(ref.file) >= ref.last_line
 
-    # Every message the agent produced is exactly once in dialog/ or memory, in order.
-    saved = [r.msg for r in store.iter_records(newest_first=False)]
-    sequence = saved + agent.memory.messages
+    # Everything the agent produced is exactly once in dialog/ or the context, in order.
+    sequence = all_views(agent)
     ids = [m.id for m in sequence]
     assert len(ids) == len(set(ids)), "no message twice"
-    total_calls = sum(len(step) for step in plan)
-    assert len(sequence) == 1 + len(agent_calls) + total_calls
-    assert sequence[0].id == user.id
-    steps = [m.get_text_content() for m in sequence if m.role == "assistant"]
-    assert steps == [f"step {i}" for i in range(len(plan))] + ["All documents fetched."]
+    assert (sequence[0].role, sequence[0].text) == ("user", request)
+    calls = [f"call-{i}-{k}" for i, step in enumerate(plan) for k in range(len(step))]
+    assert call_ids(sequence) == calls, "every call once, in order"
+    assert sorted(result_ids(sequence)) == sorted(calls), "every result once"
     seen_calls: set[str] = set()
-    for msg in sequence:
-        for call_id in tool_ids(msg, "tool_result"):
-            assert call_id in seen_calls, "each result after its call"
-        seen_calls.update(tool_ids(msg, "tool_use"))
+    for item in said(sequence):
+        if item[0] == "result":
+            assert item[1] in seen_calls, "each result after its call"
+        elif item[0] == "call":
+            seen_calls.add(item[1])
+    steps = [item[2] for item in said(sequence) if item[:2] == ("text", "assistant")]
+    assert steps == [f"step {i}" for i in range(len(plan))] + ["All documents fetched."]
     # Every offloaded result is on disk, whole.
-    for msg in sequence:
-        for block in msg.content if isinstance(msg.content, list) else []:
-            if block.get("type") == "tool_result":
-                parts = split_notice(
-                    block["output"]
-                    if isinstance(block["output"], str)
-                    else block["output"][0]["text"]
-                )
-                if parts:
-                    assert (workspace / parts[1].file_path).is_file()
+    assert offloaded_files_missing(sequence, workspace) == []
+
+
+# ------------------------------------------------------------ framework-free: the core alone
+
+
+def _manager(workspace: Path, window: int, summary_call=None) -> NeutralManager:
+    return NeutralManager(
+        {"workspace": str(workspace), "max_input_tokens": window},
+        tools=[fetch],
+        summary_call=summary_call or ScriptedCallModel(model_summary),
+    )
 
 
 @pytest.mark.parametrize(
@@ -111,57 +111,46 @@ async def test_failing_compaction_model_gives_extractive_summary(
     workspace: Path, bad: object
 ) -> None:
     plan = session_plan(total_calls=20, sizes_kb=SIZES_KB)
-
-    def compaction(call):
-        if isinstance(bad, BaseException):
-            raise bad
-        return bad
-
-    model = scripted_session(plan, compaction=compaction)
-    agent = make_agent(model, DashScopeChatFormatter())
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
-    )
-    await agent(Msg("user", "Fetch all documents. Never skip one.", "user"))
+    compaction = ScriptedCallModel(lambda call: bad)
+    manager = _manager(workspace, 16384, compaction)
+    agent = NeutralAgent(manager, fetch_session(plan))
+    assert await agent.ask("Fetch all documents. Never skip one.") == "All documents fetched."
     assert manager.stats.compactions >= 1
-    summary = agent.memory.compact_summary
+    assert len(compaction.calls) == 2 * manager.stats.compactions, "tried, retried, extracted"
+    assert all(turn.orphans() == [] for turn in agent.turns)
+    summary = manager.port.summary
     assert summary.source == "extractive"
     rendered = summary.render()
     for fragment in ("upstream 500", "lorem ipsum", "RuntimeError", "Traceback"):
         assert fragment not in rendered
     assert "Never skip one" in rendered
-    saved = [r.msg.id for r in open_dialog(workspace).iter_records()]
-    assert len(saved) + len(agent.memory.messages) == 1 + (len(plan) + 1) + 20
+    saved = [r.msg.id for r in manager.dialog_store.iter_records()]
+    assert len(saved) + len(agent.port.messages) == 1 + (len(plan) + 1) + 20
 
 
 async def test_dialog_write_failure_aborts_compaction_and_keeps_messages(workspace: Path) -> None:
     plan = session_plan(total_calls=14, sizes_kb=SIZES_KB)
-    model = scripted_session(plan)
-    agent = make_agent(model, DashScopeChatFormatter())
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
-    )
+    compaction = ScriptedCallModel(model_summary)
+    manager = _manager(workspace, 16384, compaction)
+    agent = NeutralAgent(manager, fetch_session(plan))
     # The folder disappears after enabling (enable itself refuses an unusable one).
     (workspace / "dialog").rmdir()
     (workspace / "dialog").write_text("a file where the dialog folder should be")
-    await agent(Msg("user", "go", "user"))
+    await agent.ask("go")
     assert manager.stats.counts["compaction_failed"] >= 1
     assert manager.stats.compactions == 0
-    assert agent.memory.compact_summary is None
-    assert len(agent.memory.messages) == 1 + (len(plan) + 1) + 14, "nothing was removed"
+    assert manager.port.summary is None
+    assert compaction.calls == [], "no summary asked for messages that could not be saved"
+    assert len(agent.port.messages) == 1 + (len(plan) + 1) + 14, "nothing was removed"
 
 
 async def test_crash_between_dialog_write_and_memory_update_loses_nothing(
-    workspace: Path, tmp_path: Path
+    workspace: Path,
 ) -> None:
     plan = session_plan(total_calls=14, sizes_kb=SIZES_KB)
-    model = scripted_session(plan)
-    agent = make_agent(model, DashScopeChatFormatter())
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
-    )
-    session = JSONSession(save_dir=str(tmp_path / "sessions"))
-    saved_once = {}
+    manager = _manager(workspace, 16384)
+    agent = NeutralAgent(manager, fetch_session(plan))
+    saved: dict[str, str] = {}
 
     class Crash(BaseException):
         pass
@@ -169,79 +158,75 @@ async def test_crash_between_dialog_write_and_memory_update_loses_nothing(
     async def snapshot_then_crash(event):
         # Persist the agent the moment the dialog is written, then die before the summary and
         # the memory are updated: what a power cut at that point leaves behind.
-        if event.type == "dialog_saved" and not saved_once:
-            saved_once["state"] = True
-            await session.save_session_state(session_id="s", agent=agent)
+        if event.type == "dialog_saved" and not saved:
+            saved["state"] = manager.port.state()
             raise Crash()
 
     manager.bus._listeners.append(snapshot_then_crash)
     with pytest.raises(Crash):
-        await agent(Msg("user", "go", "user"))
+        await agent.ask("go")
 
-    fresh_model = scripted_session(plan[len([c for c in model.calls if is_agent_call(c)]) - 1 :])
-    fresh = make_agent(fresh_model, DashScopeChatFormatter())
-    enable_context_management(fresh, {"workspace": str(workspace), "max_input_tokens": 16384})
-    await session.load_session_state(session_id="s", agent=fresh)
-    in_memory = {m.id for m in fresh.memory.messages}
-    on_disk = [r.msg.id for r in open_dialog(workspace).iter_records()]
+    fresh = _manager(workspace, 16384)
+    fresh.port.load(saved["state"])
+    in_memory = {m.id for m in fresh.port.messages}
+    on_disk = [r.msg.id for r in fresh.dialog_store.iter_records()]
     assert len(on_disk) == len(set(on_disk))
     assert in_memory & set(on_disk), "the crash left messages in both places"
-    await fresh(None)  # continue: compaction writes the same messages again
-    records = list(open_dialog(workspace).iter_records())
+    made = len(agent.turns)  # the steps the crashed agent was given
+    resumed = NeutralAgent(fresh, fetch_session(plan[made:], first_step=made))
+    # continue: compaction writes the same messages again
+    assert await resumed.ask(None) == "All documents fetched."
+    records = list(fresh.dialog_store.iter_records())
     ids = [r.msg.id for r in records]
     assert len(ids) == len(set(ids)), "duplicates are ignored on read"
-    assert in_memory <= set(ids) | {m.id for m in fresh.memory.messages}
+    assert in_memory <= set(ids) | {m.id for m in fresh.port.messages}
+    # and the whole session is there once: every call and its result
+    views = list(everything(resumed))
+    calls = [f"call-{i}-{k}" for i, step in enumerate(plan) for k in range(len(step))]
+    assert [c.id for v in views for c in v.tool_calls] == calls
+    assert sorted(r.id for v in views for r in v.tool_results) == sorted(calls)
 
 
 async def test_oversized_newest_message_is_offloaded_without_looping(workspace: Path) -> None:
     """A user message larger than the window: kept (same id), its head and a notice in the
     prompt, the whole text saved where read_file reads it; no prompt over the window."""
-    model = ScriptedChatModel(["first answer", "second answer", "third answer"])
-    toolkit = Toolkit()
-    agent = ReActAgent(
-        name="a",
-        sys_prompt="S " * 3000,
-        model=model,
-        formatter=DashScopeChatFormatter(),
-        toolkit=toolkit,
+    manager = NeutralManager(
+        {"workspace": str(workspace), "max_input_tokens": 8192},
+        summary_call=ScriptedCallModel(model_summary),
+        system_prompt="S " * 3000,
     )
-    agent.set_console_output_enabled(False)
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 8192}
-    )
+    agent = NeutralAgent(manager, replies("first answer", "second answer", "third answer"))
     events = []
     manager.subscribe(events.append)
-    await agent(Msg("user", "small question", "user"))
+    assert await agent.ask("small question") == "first answer"
     text = "please read: " + make_text(40 * 1024, seed=3)
-    huge = Msg("user", text, "user")
-    await agent(huge)
+    huge = user(text)
+    assert await agent.ask(huge) == "second answer"
     offloaded = [e for e in events if e.type == "user_message_offloaded"]
     assert len(offloaded) == 1
-    kept = agent.memory.get(huge.id)
-    assert kept is not None, "the user's message is kept"
-    excerpt, notice = split_notice(kept.content)
-    assert text.startswith(excerpt) and "please read: 3:00000" in model.calls[1].text
+    assert huge.id in agent.port.message_ids(), "the user's message is kept"
+    excerpt, notice = split_notice(agent.port.view(huge.id).text)
+    assert text.startswith(excerpt) and "please read: 3:00000" in agent.turns[1].text
     assert (workspace / notice.file_path).read_text(encoding="utf-8") == text
-    await agent(Msg("user", "and now?", "user"))
+    assert await agent.ask("and now?") == "third answer"
     assert manager.stats.counts["compaction_started"] <= 2, "a bounded number of compactions"
-    counter = manager.counter
-    assert all(counter.count_formatted(call.messages, call.tools) <= 8192 for call in model.calls)
+    assert len(agent.turns) == 3
+    assert all(turn.prompt_tokens <= 8192 for turn in agent.turns)
 
 
 async def test_many_compactions_keep_one_raw_dialog_line_per_file(workspace: Path) -> None:
     """The Raw Dialog guide merges touching ranges: it does not grow a line per compaction."""
-    model = scripted_session(session_plan(total_calls=80, sizes_kb=[8, 12, 4]))
-    agent = make_agent(model, DashScopeChatFormatter())
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 4096}
-    )
-    await agent(Msg("user", "fetch the documents", "user"))
+    plan = session_plan(total_calls=80, sizes_kb=[8, 12, 4])
+    manager = _manager(workspace, 4096)
+    agent = NeutralAgent(manager, fetch_session(plan))
+    await agent.ask("fetch the documents")
     assert manager.stats.compactions >= 10
-    summary = agent.memory.compact_summary
+    assert all(turn.orphans() == [] for turn in agent.turns), "every cut was pair-safe"
+    summary = manager.port.summary
     files = {p.name for p in (workspace / "dialog").glob("*.jsonl")}
     assert len(summary.dialog_refs) == len(files), summary.dialog_refs
     ref = summary.dialog_refs[0]
     assert ref.first_line == 1
-    assert ref.last_line == open_dialog(workspace).line_count(ref.file)
+    assert ref.last_line == manager.dialog_store.line_count(ref.file)
     raw = summary.render().split("## Raw Dialog", 1)[1]
     assert raw.count(".jsonl lines ") == len(files)
