@@ -1,8 +1,9 @@
-"""Faults of the workspace (issue: faults that lose data or overflow the window): a workspace that
-cannot be written is refused when enabling, and a disk that fills up during a run never lets a
-prompt over the window go out; the run stops with ``WorkspaceWriteError`` and an ``error`` event,
-keeps every message, and carries on once writes work again. Disk full and read-only are
-simulated by making the write calls fail, never by filling a real disk."""
+"""Faults of the workspace (issue: faults that lose data or overflow the window), on a managed
+agent of the installed AgentScope: a workspace that cannot be written is refused when enabling,
+and a disk that fills up during a run never lets a prompt over the window go out; the run stops
+with ``WorkspaceWriteError`` and an ``error`` event, keeps every message, and carries on once
+writes work again. Disk full and read-only are simulated by making the write calls fail, never
+by filling a real disk."""
 
 from __future__ import annotations
 
@@ -12,31 +13,38 @@ import os
 from pathlib import Path
 
 import pytest
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg
-from harness_common import disk_full, expire_everything_and_clean
-
-from agentscope_context_ext import (
-    ToolResultStore,
-    WorkspaceError,
-    WorkspaceWriteError,
-    enable_context_management,
-    get_token_counter,
+from harness_common import (
+    disk_full,
+    expire_everything_and_clean,
+    make_text,
+    prompt_orphans,
+    session_plan,
 )
-from agentscope_context_ext.core.workspace import DialogStore
-from agentscope_context_ext.testing import ModelCall
-
-from agent_harness import (
+from installed_harness import (
+    call_ids,
+    dialog_views,
     is_agent_call,
     is_compaction_call,
-    make_agent,
-    result_text,
+    managed,
+    offloaded_files_missing,
+    result_ids,
     scripted_session,
-    session_plan,
-    tool_ids,
+    session_responder,
+    tool_results,
 )
 
+from agentscope_context_ext.core.errors import WorkspaceError, WorkspaceWriteError
+from agentscope_context_ext.core.tokens import get_token_counter
+from agentscope_context_ext.core.truncation import split_notice
+from agentscope_context_ext.core.workspace import DialogStore, ToolResultStore
+from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
+
 WINDOW = 16384
+SIZES = [60, 90, 150, 30]
+
+
+def config(workspace: Path | str, **extra) -> dict:
+    return {"workspace": str(workspace), "max_input_tokens": WINDOW, **extra}
 
 
 def _prompt_tokens(call: ModelCall) -> int:
@@ -55,83 +63,122 @@ def test_enable_refuses_a_read_only_workspace(
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", read_only)
-    agent = make_agent(scripted_session([]), DashScopeChatFormatter())
     with pytest.raises(WorkspaceError, match="Read-only file system") as raised:
-        enable_context_management(agent, {"workspace": str(workspace)})
+        managed(scripted_session([]), {"workspace": str(workspace)})
     assert str(workspace) in str(raised.value), "the error names the folder"
+
+
+@pytest.mark.agentscope1
+def test_a_refused_workspace_leaves_a_1x_agent_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1.x attaches to an agent that exists already: nothing is attached when it refuses."""
+    from installed_harness import formatter
+
+    from agentscope_context_ext import enable_context_management
+
+    from agent_harness import make_agent
+
+    workspace = tmp_path / "ws"
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if str(path).startswith(str(workspace)) and flags & os.O_CREAT:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    agent = make_agent(scripted_session([]), formatter())
+    with pytest.raises(WorkspaceError, match="Read-only file system"):
+        enable_context_management(agent, {"workspace": str(workspace)})
     assert not hasattr(agent, "context_manager"), "nothing was attached"
 
 
 def test_enable_refuses_a_workspace_that_cannot_be_created() -> None:
-    agent = make_agent(scripted_session([]), DashScopeChatFormatter())
     with pytest.raises(WorkspaceError, match="/proc/ace-workspace"):
-        enable_context_management(agent, {"workspace": "/proc/ace-workspace"})
+        managed(scripted_session([]), {"workspace": "/proc/ace-workspace"})
 
 
 async def test_a_full_disk_never_sends_a_prompt_over_the_window(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plan = session_plan(total_calls=14, sizes_kb=[60, 90, 150, 30])
+    plan = session_plan(total_calls=14, sizes_kb=SIZES)
     model = scripted_session(plan)
-    agent = make_agent(model, DashScopeChatFormatter())
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": WINDOW}
-    )
+    agent = managed(model, config(workspace))
+    manager = agent.manager
     events = []
     manager.subscribe(events.append)
     monkeypatch.setattr(ToolResultStore, "save", disk_full)
     monkeypatch.setattr(DialogStore, "append", disk_full)
 
     with pytest.raises(WorkspaceWriteError, match="No space left on device") as raised:
-        await agent(Msg("user", "fetch the documents", "user"))
+        await agent.ask("fetch the documents")
     assert raised.value.tokens > raised.value.max_input_tokens == WINDOW
     assert all(_prompt_tokens(call) <= WINDOW for call in model.calls), "nothing over the window"
+    assert all(prompt_orphans(call.messages) == [] for call in model.calls)
     assert not any(is_compaction_call(call) for call in model.calls), "no summary made for nothing"
     types = [event.type for event in events]
     assert types.count("error") == 1 and "save_failed" in types
-    # every result is in memory, whole
-    results = [m for m in agent.memory.messages if tool_ids(m, "tool_result")]
-    calls = {c for m in agent.memory.messages for c in tool_ids(m, "tool_use")}
-    assert {c for m in results for c in tool_ids(m, "tool_result")} == calls
-    assert all("<<<TRUNCATED>>>" not in result_text(m) for m in results)
+    # every result is in the context, whole, and paired with its call
+    views = agent.views()
+    results = tool_results(views)
+    assert results and sorted(result_ids(views)) == sorted(call_ids(views))
+    assert not dialog_views(agent)
+    for result in results:
+        step, k = map(int, result.id.split("-")[1:])
+        size, seed = plan[step][k]
+        assert result.text == make_text(size * 1024, seed), "whole"
+    assert not any("<<<TRUNCATED>>>" in result.text for result in results)
 
     # Space again: the same agent saves what it kept, compacts and finishes the work.
     monkeypatch.undo()
-    final = await agent(Msg("user", "go on", "user"))
-    assert final.get_text_content() == "All documents fetched."
-    assert manager.stats.truncations >= 1 and manager.stats.compactions >= 1
+    assert await agent.ask("go on") == "All documents fetched."
+    assert manager.stats.truncations == 14 and manager.stats.compactions >= 1
     assert all(_prompt_tokens(call) <= WINDOW for call in model.calls)
+    assert all(prompt_orphans(call.messages) == [] for call in model.calls)
     assert len([c for c in model.calls if is_agent_call(c)]) == len(plan) + 1
+    for result in tool_results(agent.views()):  # each result left in the context is cut
+        parts = split_notice(result.text)
+        assert parts is not None and (workspace / parts[1].file_path).is_file()
+    everything = dialog_views(agent) + agent.views()
+    assert len(set(result_ids(everything))) == 14, "every result in the context or in dialog/"
+    assert offloaded_files_missing(everything, workspace) == []
 
 
 async def test_a_failing_dialog_write_costs_no_model_call(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = scripted_session(session_plan(total_calls=10, sizes_kb=[30, 12]))
-    agent = make_agent(model, DashScopeChatFormatter())
-    manager = enable_context_management(
-        agent,
-        {"workspace": str(workspace), "max_input_tokens": WINDOW},
-    )
+    agent = managed(model, config(workspace))
+    manager = agent.manager
     monkeypatch.setattr(DialogStore, "append", disk_full)
     with contextlib.suppress(WorkspaceWriteError):  # whether the prompt reaches the window
-        await agent(Msg("user", "fetch the documents", "user"))  # depends on the plan
+        await agent.ask("fetch the documents")  # depends on the plan
     assert manager.stats.counts["compaction_failed"] >= 1
-    assert not any(is_compaction_call(call) for call in model.calls)
+    assert manager.stats.compactions == 0
+    assert not any(is_compaction_call(call) for call in model.calls), "no summary asked"
     assert not list((workspace / "dialog").glob("*.jsonl")), "nothing half-written"
+    results = tool_results(agent.views())
+    assert len(results) == 10, "nothing left the context"
+    cut = [result for result in results if split_notice(result.text)]
+    assert cut and manager.stats.truncations == len(cut), "stage one works on"
 
 
 async def test_cleanup_keeps_what_the_context_still_names(workspace: Path) -> None:
     """The TTL cleanup never deletes a saved result that a live message or the summary names;
     one that only a saved dialog line names expires, and read_file says so."""
-    model = scripted_session(session_plan(total_calls=20, sizes_kb=[60, 90, 150, 30]))
-    agent = make_agent(model, DashScopeChatFormatter())
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": WINDOW}
-    )
-    await agent(Msg("user", "fetch the documents", "user"))
-    assert manager.stats.compactions >= 1
-    removed = await expire_everything_and_clean(manager, workspace)
-    read_file = agent.toolkit.tools["read_file"].original_func
-    answer = (await read_file(file_path=sorted(removed)[0])).content[0]["text"]
+    first = session_responder(session_plan(total_calls=20, sizes_kb=SIZES))
+    later: list = []
+
+    def respond(call: ModelCall) -> object:
+        return later.pop(0) if later and is_agent_call(call) else first(call)
+
+    agent = managed(ScriptedChatModel(respond), config(workspace))
+    await agent.ask("fetch the documents")
+    assert agent.manager.stats.compactions >= 1
+    removed = await expire_everything_and_clean(agent.manager, workspace)
+    # the agent reads an expired one: a clear answer, not an exception
+    later += [reply("look", tool_call("read_file", "gone", file_path=sorted(removed)[0])), "ok"]
+    assert await agent.ask("read it") == "ok"
+    answer = next(r.text for r in tool_results(agent.views()) if r.id == "gone")
     assert answer.startswith("Error: ") and "has expired" in answer
