@@ -17,11 +17,9 @@ AGENTSCOPE1_ONLY = frozenset(
     {
         "test_studio.py",
         "test_context_memory.py",
-        "test_fidelity.py",
         "test_hardening.py",
         "test_long_term_memory.py",
         "test_manager.py",
-        "test_pipeline.py",
         "test_scripted_model.py",
         "test_session.py",
         "test_tool_results.py",
