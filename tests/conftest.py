@@ -17,7 +17,6 @@ AGENTSCOPE1_ONLY = frozenset(
     {
         "test_studio.py",
         "test_context_memory.py",
-        "test_hardening.py",
         "test_long_term_memory.py",
         "test_manager.py",
         "test_scripted_model.py",

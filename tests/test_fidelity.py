@@ -1,4 +1,6 @@
-"""Summary fidelity against Claude Code's own summaries (benchmark B7, issue 11)."""
+"""Summary fidelity against Claude Code's own summaries (benchmark B7, issue 11), on the installed
+AgentScope: the conversations are transcript records (no AgentScope), replayed through the
+installed adapter."""
 
 from __future__ import annotations
 
@@ -6,14 +8,25 @@ import json
 from pathlib import Path
 
 import pytest
-from agentscope.message import Msg
 
 from agentscope_context_ext import ContextConfig
+from agentscope_context_ext.adapter import installed
+from agentscope_context_ext.compat import agentscope_major
+from agentscope_context_ext.core.transcripts import Record
 from agentscope_context_ext.replay import (
     claude_code_compactions,
+    claude_code_records,
     load_claude_code,
     summary_fidelity,
     summary_identifiers,
+)
+
+SEARCH_BUG = pytest.mark.xfail(
+    agentscope_major() >= 2,
+    strict=True,
+    raises=TypeError,
+    reason="bug: summary_fidelity calls the 2.x search_dialog FunctionTool positionally and "
+    "reads a 1.x ToolResponse (see test_found_bugs_storage.py)",
 )
 
 REFERENCE = """Summary:
@@ -81,22 +94,27 @@ def test_claude_code_compaction_points_and_the_conversation_before_them(tmp_path
     (point,) = claude_code_compactions(path)
     assert point.line == 3 and point.pre_tokens == 9000
     assert point.summary == "The user wants `a.ex` fixed."
-    before = load_claude_code(path, until_line=point.line)
+    before = claude_code_records(path, until_line=point.line)
     assert [m.role for m in before] == ["user", "assistant", "system"]
     assert all("after the boundary" not in str(m.content) for m in before)
-    assert len(load_claude_code(path)) == 5
+    assert len(claude_code_records(path)) == 5
+    # as the installed AgentScope's messages: the same conversation, nothing after the boundary
+    views = installed.to_views(load_claude_code(path, until_line=point.line))
+    assert [v.text for v in views if v.role == "user"] == ["Fix the config parser."]
+    assert [c.arguments for v in views for c in v.tool_calls] == [{"file_path": "a.ex"}]
+    assert [r.text for v in views for r in v.tool_results] == ["ok"]
+    assert all("after the boundary" not in v.raw_text() for v in views)
+    later = installed.to_views(load_claude_code(path))
+    assert "after the boundary" in [v.text for v in later if v.role == "user"]
 
 
+@SEARCH_BUG
 async def test_fidelity_counts_only_identifiers_of_the_compacted_messages() -> None:
     msgs = [
-        Msg(
-            "user",
-            f"step {i}: edit `module_{i}.py` and run `make check_{i}` " + "pad " * 40,
-            "user",
-        )
+        Record("user", f"step {i}: edit `module_{i}.py` and run `make check_{i}` " + "pad " * 40)
         for i in range(60)
     ]
-    msgs += [Msg("assistant", "done " + "x " * 50, "assistant") for _ in range(3)]
+    msgs += [Record("assistant", "done " + "x " * 50) for _ in range(3)]
     reference = " ".join(f"`module_{i}.py`" for i in range(60)) + " `never_said_anywhere`"
     result = await summary_fidelity("synthetic", msgs, reference, ContextConfig(), window=4096)
     assert result.compactions >= 1
@@ -107,6 +125,7 @@ async def test_fidelity_counts_only_identifiers_of_the_compacted_messages() -> N
 
 
 @pytest.mark.slow
+@SEARCH_BUG
 @pytest.mark.parametrize(
     "session",
     ["4d5611e5-241a-462a-8d15-5122611a9569.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"],
@@ -118,7 +137,7 @@ async def test_b7_targets_on_the_shared_claude_code_sessions(
     path = shared_data / "transcripts" / "claude-code" / session
     (point,) = claude_code_compactions(path)
     result = await summary_fidelity(
-        session, load_claude_code(path, until_line=point.line), point.summary, precision=0.03
+        session, claude_code_records(path, until_line=point.line), point.summary, precision=0.03
     )
     assert result.compactions == 1
     assert len(result.identifiers) >= 40
