@@ -15,13 +15,13 @@ from agentscope_context_ext.compat import agentscope_major, agentscope_version
 
 AGENTSCOPE1_ONLY = frozenset(
     {
-        "test_studio.py",
         "test_context_memory.py",
         "test_long_term_memory.py",
         "test_manager.py",
         "test_scripted_model.py",
         "test_session.py",
         "test_tool_results.py",
+        "test_usage.py",
     }
 )
 """Test files that drive AgentScope 1.x objects (``ReActAgent``, ``InMemoryMemory``, 1.x
