@@ -21,7 +21,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_scripted_model.py",
         "test_session.py",
         "test_tool_results.py",
-        "test_usage.py",
     }
 )
 """Test files that drive AgentScope 1.x objects (``ReActAgent``, ``InMemoryMemory``, 1.x
