@@ -1,38 +1,127 @@
-"""The manager and its attachment (design §1; issue 12): every change to the agent goes through its
-public API and ``detach()`` undoes it exactly; ``Memory.md`` never reaches session state."""
+"""The manager (design §1; issue 12): ``Memory.md`` never reaches session state, ``compact_now``
+with a streaming model, compaction notices shown and never stored, on a managed agent of the
+installed AgentScope. How 1.x attaches to a ``ReActAgent`` (every change through its public API,
+``detach()`` undoing it exactly, its compression config, ``ContextReActAgent``) is 1.x's own
+and marked ``agentscope1``; 2.x's attachment is tested in test_agentscope2.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from agentscope.agent import ReActAgent
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.memory import InMemoryMemory
-from agentscope.message import Msg
-from agentscope.session import JSONSession
-from agentscope.tool import Toolkit
-
-from agentscope_context_ext import (
-    ContextMemory,
-    ContextReActAgent,
-    LongTermMemory,
-    enable_context_management,
-    get_token_counter,
+from harness_common import SIZES_KB, fetch, prompt_orphans, session_plan
+from installed_harness import (
+    all_views,
+    is_agent_call,
+    is_compaction_call,
+    managed,
+    scripted_session,
 )
+
+from agentscope_context_ext.compat import agentscope_major
+from agentscope_context_ext.core.longterm import LongTermMemory
 from agentscope_context_ext.testing import ScriptedChatModel
 
-from agent_harness import (
-    SIZES_KB,
-    fetch,
-    is_compaction_call,
-    make_agent,
-    prompt_orphans,
-    scripted_session,
-    session_plan,
-)
+if agentscope_major() < 2:  # the tests marked agentscope1
+    from agentscope.agent import ReActAgent
+    from agentscope.formatter import DashScopeChatFormatter
+    from agentscope.memory import InMemoryMemory
+    from agentscope.message import Msg
+    from agentscope.tool import Toolkit
+
+    from agentscope_context_ext import (
+        ContextMemory,
+        ContextReActAgent,
+        enable_context_management,
+        get_token_counter,
+    )
+
+    from agent_harness import make_agent
 
 SECRET_FACT = "User's favourite editor is ed-4711"
+
+
+async def test_memory_md_never_reaches_session_state(workspace: Path) -> None:
+    LongTermMemory(workspace).append(SECRET_FACT, "Personal")
+    model = scripted_session(session_plan(total_calls=20, sizes_kb=[12, 30]))
+    config = {"workspace": str(workspace), "max_input_tokens": 16384}
+    agent = managed(model, config)
+    await agent.ask("collect the documents")
+    assert any(SECRET_FACT in str(call.messages) for call in model.calls), "the model saw it"
+    assert agent.manager.stats.compactions >= 1
+    await agent.save_session("s")
+    saved = "\n".join(p.read_text(encoding="utf-8") for p in (workspace / "sessions").glob("*"))
+    assert saved, "the session was saved in the workspace"
+    assert "ed-4711" not in saved and "<long-term-memory>" not in saved
+    # the summary itself is session state
+    fresh = managed(ScriptedChatModel(["resumed"]), config)
+    await fresh.load_session("s")
+    assert fresh.manager.port.summary.render() == agent.manager.port.summary.render()
+    assert [view.parts for view in fresh.views()] == [view.parts for view in agent.views()]
+
+
+async def test_streaming_model_and_compact_now(workspace: Path) -> None:
+    plan = session_plan(total_calls=6, sizes_kb=[8])
+    model = scripted_session(plan, stream=True)
+    agent = managed(model, {"workspace": str(workspace)})
+    manager = agent.manager
+    assert await agent.ask("go") == "All documents fetched."
+    before = (await manager.count()).total
+    after = await manager.compact_now(extra_instruction="keep document seeds")
+    assert after.total < before
+    assert manager.stats.compactions == 1
+    assert "keep document seeds" in next(c for c in model.calls if is_compaction_call(c)).text
+    # the next prompt starts with the summary and holds no orphan
+    assert await agent.ask("and now?") == "All documents fetched."
+    sent = [c for c in model.calls if is_agent_call(c)][-1].messages
+    assert prompt_orphans(sent) == []
+    first = sent[1]["content"]
+    assert manager.port.summary.render() in (first if isinstance(first, str) else first[0]["text"])
+
+
+# ----------------------------------------------------------------------- notices
+
+
+def printed_notices(agent, capsys: pytest.CaptureFixture) -> Callable[[], list[str]]:
+    """The compaction notices the agent showed: a 1.x agent prints them as messages named
+    ``context`` (its ``pre_print`` hook sees them, the console off or not), 2.x on stdout."""
+    if agentscope_major() >= 2:
+        return lambda: [
+            line for line in capsys.readouterr().out.splitlines() if line.startswith("[context]")
+        ]
+    printed: list = []
+    agent.agent.register_instance_hook(
+        "pre_print", "capture", lambda a, k: printed.append(k["msg"])
+    )
+    return lambda: [msg.content for msg in printed if msg.name == "context"]
+
+
+async def test_compaction_notices_are_printed_not_stored(
+    workspace: Path, capsys: pytest.CaptureFixture
+) -> None:
+    model = scripted_session(session_plan(total_calls=12, sizes_kb=SIZES_KB))
+    agent = managed(model, {"workspace": str(workspace), "max_input_tokens": 16384})
+    notices = printed_notices(agent, capsys)
+    await agent.ask("go")
+    shown = notices()
+    assert agent.manager.stats.compactions >= 1
+    assert len(shown) == 2 * agent.manager.stats.compactions
+    assert "summarising" in shown[0] and "->" in shown[1]
+    assert not [view for view in all_views(agent) if "[context]" in view.raw_text()]
+
+
+async def test_notices_can_be_turned_off(workspace: Path, capsys: pytest.CaptureFixture) -> None:
+    model = scripted_session(session_plan(total_calls=12, sizes_kb=SIZES_KB))
+    config = {"workspace": str(workspace), "max_input_tokens": 16384, "notices": False}
+    agent = managed(model, config)
+    notices = printed_notices(agent, capsys)
+    await agent.ask("go")
+    assert agent.manager.stats.compactions >= 1
+    assert notices() == []
+
+
+# ----------------------------------------------- 1.x: attaching to an existing ReActAgent
 
 
 def _fresh(model: ScriptedChatModel) -> ReActAgent:
@@ -48,20 +137,7 @@ def _hooks(agent: ReActAgent) -> dict[str, list[str]]:
     }
 
 
-async def test_memory_md_never_reaches_session_state(workspace: Path, tmp_path: Path) -> None:
-    LongTermMemory(workspace).append(SECRET_FACT, "Personal")
-    model = scripted_session(session_plan(total_calls=20, sizes_kb=[12, 30]))
-    agent = _fresh(model)
-    enable_context_management(agent, {"workspace": str(workspace), "max_input_tokens": 16384})
-    await agent(Msg("user", "collect the documents", "user"))
-    assert any(SECRET_FACT in str(call.messages) for call in model.calls), "the model saw it"
-    session = JSONSession(save_dir=str(tmp_path / "sessions"))
-    await session.save_session_state(session_id="s", agent=agent)
-    saved = "\n".join(p.read_text(encoding="utf-8") for p in (tmp_path / "sessions").glob("*"))
-    assert "ed-4711" not in saved and "<long-term-memory>" not in saved
-    assert '"context_summary"' in saved, "the summary itself is session state (a message)"
-
-
+@pytest.mark.agentscope1
 async def test_detach_gives_back_the_agent_as_it_was(workspace: Path) -> None:
     original_model = scripted_session(session_plan(total_calls=20, sizes_kb=[12, 30]))
     agent = _fresh(original_model)
@@ -98,6 +174,7 @@ async def test_detach_gives_back_the_agent_as_it_was(workspace: Path) -> None:
     again.detach()
 
 
+@pytest.mark.agentscope1
 async def test_compression_config_is_turned_off_and_back_on(workspace: Path) -> None:
     compression = ReActAgent.CompressionConfig(
         enable=True,
@@ -121,6 +198,7 @@ async def test_compression_config_is_turned_off_and_back_on(workspace: Path) -> 
     assert agent.compression_config is compression
 
 
+@pytest.mark.agentscope1
 async def test_enable_keeps_existing_messages_and_close_undoes_hooks(workspace: Path) -> None:
     model = ScriptedChatModel(["hi"])
     agent = make_agent(model, DashScopeChatFormatter())
@@ -137,6 +215,7 @@ async def test_enable_keeps_existing_messages_and_close_undoes_hooks(workspace: 
     enable_context_management(agent, {"workspace": str(workspace)})
 
 
+@pytest.mark.agentscope1
 async def test_context_react_agent_and_config_file(workspace: Path, tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(
@@ -157,50 +236,3 @@ async def test_context_react_agent_and_config_file(workspace: Path, tmp_path: Pa
     reply_msg = await agent(Msg("user", "hello", "user"))
     assert reply_msg.get_text_content() == "ok"
     assert len(agent.memory.messages) == 2, "the pre_reply hook's early add is not duplicated"
-
-
-async def test_streaming_model_and_compact_now(workspace: Path) -> None:
-    plan = session_plan(total_calls=6, sizes_kb=[8])
-    model = scripted_session(plan, stream=True)
-    agent = make_agent(model, DashScopeChatFormatter())
-    manager = enable_context_management(agent, {"workspace": str(workspace)})
-    await agent(Msg("user", "go", "user"))
-    before = (await manager.count()).total
-    after = await manager.compact_now(extra_instruction="keep document seeds")
-    assert after.total < before
-    assert manager.stats.compactions == 1
-    assert "keep document seeds" in next(c for c in model.calls if is_compaction_call(c)).text
-    assert prompt_orphans(await agent.formatter.format(await agent.memory.get_memory())) == []
-
-
-async def test_compaction_notices_are_printed_not_stored(workspace: Path) -> None:
-    plan = session_plan(total_calls=12, sizes_kb=SIZES_KB)
-    model = scripted_session(plan)
-    agent = make_agent(model, DashScopeChatFormatter())
-    printed: list[Msg] = []
-
-    async def capture(agent_, kwargs):
-        printed.append(kwargs["msg"])
-
-    agent.register_instance_hook("pre_print", "capture", capture)
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
-    )
-    await agent(Msg("user", "go", "user"))
-    notices = [m for m in printed if m.name == "context"]
-    assert manager.stats.compactions >= 1
-    assert len(notices) == 2 * manager.stats.compactions
-    assert "summarising" in notices[0].content and "->" in notices[1].content
-    assert not [m for m in agent.memory.messages if m.name == "context"]
-
-
-async def test_notices_can_be_turned_off(workspace: Path) -> None:
-    model = scripted_session(session_plan(total_calls=12, sizes_kb=SIZES_KB))
-    agent = make_agent(model, DashScopeChatFormatter())
-    printed: list[Msg] = []
-    agent.register_instance_hook("pre_print", "capture", lambda a, k: printed.append(k["msg"]))
-    enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 16384, "notices": False}
-    )
-    await agent(Msg("user", "go", "user"))
-    assert not [m for m in printed if m.name == "context"]
