@@ -17,7 +17,6 @@ AGENTSCOPE1_ONLY = frozenset(
     {
         "test_context_memory.py",
         "test_long_term_memory.py",
-        "test_scripted_model.py",
         "test_session.py",
         "test_tool_results.py",
     }
