@@ -18,7 +18,6 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_context_memory.py",
         "test_long_term_memory.py",
         "test_session.py",
-        "test_tool_results.py",
     }
 )
 """Test files that drive AgentScope 1.x objects (``ReActAgent``, ``InMemoryMemory``, 1.x

@@ -558,7 +558,9 @@ class NeutralAgent:
             for call in msg.tool_calls:
                 tool = manager.all_tools[call.name]
                 output = await tool(**call.arguments)
-                self.port.add(results(ToolResult(call.id, call.name, output)))
+                # a tool answers text, or (text, media): e.g. a screenshot
+                text, media = output if isinstance(output, tuple) else (output, ())
+                self.port.add(results(ToolResult(call.id, call.name, text, tuple(media))))
         return ""
 
 

@@ -1,4 +1,12 @@
-"""The two truncation stages on a real ReActAgent (design §3.2-3.4; issue 12's bugs)."""
+"""The two truncation stages (design §3.2-3.4; issue 12's bugs) on a managed agent of the
+installed AgentScope, with core tools (plain functions returning text): a file read whole is cut
+later with a notice to its source, stage two's saves are counted, the batched policy keeps every
+prompt a byte-for-byte extension of the previous one, a 200 KB result is cut, saved, read back
+and cut again, and the window share caps stage one. Images in a tool result, counted by their
+media cost and replaced by a saved copy once old, run framework-free on the neutral port (a
+core tool answers text only) and on a 1.x agent's own image blocks. Stage one inside the tool
+call, before a result is printed (issue 17), uses 1.x's print hook and tool responses: marked
+``agentscope1`` (2.x shows what the model gets on its event stream, see test_agentscope2.py)."""
 
 from __future__ import annotations
 
@@ -7,82 +15,63 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from agentscope.agent import ReActAgent
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
-
-from agentscope_context_ext import (
-    enable_context_management,
-    get_token_counter,
-    split_notice,
-)
-from agentscope_context_ext.testing import ScriptedChatModel, reply, tool_call
-
-from agent_harness import (
-    BIG,
+from harness_common import BIG, make_text, tool_message_text, tool_messages
+from installed_harness import (
     FORMATTERS,
-    make_agent,
-    make_text,
+    is_agent_call,
+    managed,
     result_text,
     scripted_session,
-    tool_ids,
-    tool_message_text,
-    tool_messages,
 )
+from neutral_port import NeutralAgent, NeutralManager, assistant
+
+from agentscope_context_ext import get_token_counter, split_notice
+from agentscope_context_ext.compat import agentscope_major
+from agentscope_context_ext.core.messages import Media, ToolCall
+from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
+
+if agentscope_major() < 2:  # the tests marked agentscope1
+    from agentscope.agent import ReActAgent
+    from agentscope.formatter import DashScopeChatFormatter
+    from agentscope.message import Msg, TextBlock
+    from agentscope.tool import Toolkit, ToolResponse
+
+    from agentscope_context_ext import enable_context_management
+
+    from agent_harness import result_text as msg_result_text
+    from agent_harness import tool_ids
 
 MODULE_BYTES = 27 * 1024
 
 
-async def note(text: str) -> ToolResponse:
+async def note(text: str) -> str:
     """Write a note.
 
     Args:
         text (str): The note.
     """
-    return ToolResponse(content=[TextBlock(type="text", text=f"noted {text}")])
+    return f"noted {text}"
 
 
-async def fetch(size_kb: int) -> ToolResponse:
+async def fetch(size_kb: int) -> str:
     """Fetch a document.
 
     Args:
         size_kb (int): Size in KiB.
     """
-    return ToolResponse(content=[TextBlock(type="text", text=make_text(size_kb * 1024, 3))])
+    return make_text(size_kb * 1024, 3)
 
 
-def _agent(script, workspace: Path, root: Path) -> tuple[ReActAgent, object]:
-    toolkit = Toolkit()
-    toolkit.register_tool_function(note)
-    toolkit.register_tool_function(fetch)
-    agent = ReActAgent(
-        name="coder",
-        sys_prompt="You read code.",
-        model=ScriptedChatModel(script),
-        formatter=DashScopeChatFormatter(),
-        toolkit=toolkit,
-        max_iters=50,
-    )
-    agent.set_console_output_enabled(False)
-    manager = enable_context_management(
-        agent,
-        {
-            "workspace": str(workspace),
-            "tools": {"allowed_roots": [str(root)]},
-            "long_term_memory": {"enabled": False},
-        },
-    )
-    return agent, manager
-
-
-def _result_text(agent: ReActAgent, call_id: str) -> str:
-    for msg in agent.memory.messages:
-        for block in msg.content if isinstance(msg.content, list) else []:
-            if block.get("type") == "tool_result" and block.get("id") == call_id:
-                output = block["output"]
-                return output if isinstance(output, str) else output[0]["text"]
-    raise AssertionError(f"no result {call_id}")
+def _agent(script, workspace: Path, root: Path, **truncation):
+    config = {
+        "workspace": str(workspace),
+        "tools": {"allowed_roots": [str(root)]},
+        "long_term_memory": {"enabled": False},
+    }
+    if truncation:
+        config["truncation"] = truncation
+    model = ScriptedChatModel(script)
+    return managed(model, config, tools=[note, fetch], max_iters=50), model
 
 
 async def test_a_file_read_whole_is_cut_at_stage_two_with_a_notice_to_the_source(
@@ -97,10 +86,10 @@ async def test_a_file_read_whole_is_cut_at_stage_two_with_a_notice_to_the_source
     script = [reply("Reading.", tool_call("read_file", "r1", file_path=str(module)))]
     script += [reply(f"note {i}", tool_call("note", f"n{i}", text=str(i))) for i in range(5)]
     script += ["Done."]
-    agent, manager = _agent(script, workspace, root)
-    await agent(Msg("user", "Read module.py, then take five notes.", "user"))
+    agent, _ = _agent(script, workspace, root)
+    assert await agent.ask("Read module.py, then take five notes.") == "Done."
 
-    text = _result_text(agent, "r1")
+    text = result_text(agent, "r1")
     parts = split_notice(text)
     assert parts is not None, "stage two cut the old read"
     excerpt, notice = parts
@@ -110,7 +99,7 @@ async def test_a_file_read_whole_is_cut_at_stage_two_with_a_notice_to_the_source
         list((workspace / "tool_result").glob("*")) if (workspace / "tool_result").is_dir() else []
     )
     assert saved == [], "no copy of a read_file result is ever saved"
-    assert manager.stats.bytes_offloaded == 0
+    assert agent.manager.stats.bytes_offloaded == 0
 
 
 async def test_bytes_offloaded_counts_what_stage_two_saves(workspace: Path, tmp_path: Path) -> None:
@@ -119,13 +108,14 @@ async def test_bytes_offloaded_counts_what_stage_two_saves(workspace: Path, tmp_
     script = [reply("Fetching.", tool_call("fetch", "f1", size_kb=27))]
     script += [reply(f"note {i}", tool_call("note", f"n{i}", text=str(i))) for i in range(5)]
     script += ["Done."]
-    agent, manager = _agent(script, workspace, tmp_path)
-    await agent(Msg("user", "Fetch, then take five notes.", "user"))
+    agent, _ = _agent(script, workspace, tmp_path)
+    assert await agent.ask("Fetch, then take five notes.") == "Done."
+    manager = agent.manager
 
-    parts = split_notice(_result_text(agent, "f1"))
+    parts = split_notice(result_text(agent, "f1"))
     assert parts is not None and parts[1].file_path.startswith("tool_result/")
     saved = workspace / parts[1].file_path
-    assert saved.stat().st_size >= 27 * 1024
+    assert saved.read_text(encoding="utf-8") == make_text(27 * 1024, 3)
     assert manager.stats.retruncations >= 1
     assert manager.stats.bytes_offloaded == saved.stat().st_size
 
@@ -139,31 +129,33 @@ async def test_batched_stage_two_leaves_results_just_over_the_limit_until_the_ba
     Every prompt then extends the previous one byte for byte."""
     script = [reply(f"fetch {i}", tool_call("fetch", f"f{i}", size_kb=3)) for i in range(6)]
     script += ["Done."]
-    agent, manager = _agent(script, workspace, tmp_path)
-    model = agent.model.inner  # the scripted model inside the usage tap
-    manager.config.truncation.recent_n = 1
-    await agent(Msg("user", "Fetch six small documents.", "user"))
+    agent, model = _agent(script, workspace, tmp_path, recent_n=1)
+    assert await agent.ask("Fetch six small documents.") == "Done."
 
     prompts = [(call.messages, call.tools) for call in model.calls]
     assert len(prompts) == 7
     for (before, tools_before), (after, tools_after) in pairwise(prompts):
         assert tools_after == tools_before
         assert after[: len(before)] == before, "a prompt changed what the previous one sent"
-    assert split_notice(_result_text(agent, "f0")) is None, "nothing worth cutting yet"
-    assert manager.stats.retruncations == 0
+    assert split_notice(result_text(agent, "f0")) is None, "nothing worth cutting yet"
+    assert agent.manager.stats.retruncations == 0
 
 
-@pytest.mark.parametrize("formatter_class", FORMATTERS)
+@pytest.mark.parametrize("layout", FORMATTERS)
 async def test_200kb_result_is_truncated_saved_read_back_and_retruncated(
-    workspace: Path, formatter_class: type
+    workspace: Path, layout: str
 ) -> None:
-    async def big_page() -> ToolResponse:
+    async def big_page() -> str:
         """Return a big page."""
-        return ToolResponse(content=[TextBlock(type="text", text=BIG)])
+        return BIG
+
+    async def big_page_small() -> str:
+        """Return a small page."""
+        return "tiny"
 
     state: dict = {}
 
-    def respond(call):
+    def respond(call: ModelCall):
         if call.index == 0:
             return reply("fetching", tool_call("big_page", "big"))
         if call.index == 1:
@@ -184,23 +176,17 @@ async def test_200kb_result_is_truncated_saved_read_back_and_retruncated(
             return reply(f"small {call.index}", tool_call("big_page_small", f"s{call.index}"))
         return "done"
 
-    async def big_page_small() -> ToolResponse:
-        """Return a small page."""
-        return ToolResponse(content=[TextBlock(type="text", text="tiny")])
-
     model = ScriptedChatModel(respond)
-    toolkit = Toolkit()
-    toolkit.register_tool_function(big_page)
-    toolkit.register_tool_function(big_page_small)
-    agent = ReActAgent(
-        name="a", sys_prompt="test", model=model, formatter=formatter_class(), toolkit=toolkit
-    )
-    agent.set_console_output_enabled(False)
-    manager = enable_context_management(
-        agent,
+    agent = managed(
+        model,
         {"workspace": str(workspace), "max_input_tokens": 131072, "truncation": {"recent_n": 2}},
+        tools=[big_page, big_page_small],
+        layout=layout,
+        system_prompt="test",
     )
-    await agent(Msg("user", "get the page", "user"))
+    manager = agent.manager
+    assert await agent.ask("get the page") == "done"
+    assert all(is_agent_call(call) for call in model.calls)
 
     # The next prompt holds at most the stage-one excerpt plus notice.
     notice = state["notice"]
@@ -215,14 +201,12 @@ async def test_200kb_result_is_truncated_saved_read_back_and_retruncated(
         and len(list((workspace / "tool_result").iterdir())) == 1
     )
     # read_file at the notice's position returned the continuation.
-    read_msg = next(m for m in agent.memory.messages if tool_ids(m, "tool_result") == ["more"])
-    continuation = result_text(read_msg)
+    continuation = result_text(agent, "more")
     rest_excerpt = split_notice(continuation)[0] if split_notice(continuation) else continuation
     assert BIG[len(state["excerpt"]) :].startswith(rest_excerpt)
     assert len(rest_excerpt) > 1000
     # After recent_n more tool-result messages, the big result is cut to second_max_bytes, same path.
-    big_msg = next(m for m in agent.memory.messages if tool_ids(m, "tool_result") == ["big"])
-    excerpt2, notice2 = split_notice(result_text(big_msg))
+    excerpt2, notice2 = split_notice(result_text(agent, "big"))
     assert notice2.file_path == notice.file_path
     assert len(excerpt2.encode()) <= 3000
     assert notice2.total_lines == notice.total_lines
@@ -233,17 +217,68 @@ async def test_200kb_result_is_truncated_saved_read_back_and_retruncated(
 
 async def test_window_share_caps_stage_one(workspace: Path) -> None:
     model = scripted_session([[(200, 1)]])
-    agent = make_agent(model, DashScopeChatFormatter())
-    enable_context_management(agent, {"workspace": str(workspace), "max_input_tokens": 32768})
-    await agent(Msg("user", "go", "user"))
+    agent = managed(model, {"workspace": str(workspace), "max_input_tokens": 32768})
+    assert await agent.ask("go") == "All documents fetched."
     counter = get_token_counter("qwen")
-    tokens = counter.count_text(tool_message_text(tool_messages(model.calls[1])[0]))
+    second = [call for call in model.calls if is_agent_call(call)][1]
+    tokens = counter.count_text(tool_message_text(tool_messages(second)[0]))
     assert tokens <= 0.25 * 32768
+    assert split_notice(tool_message_text(tool_messages(second)[0])) is not None
+
+
+# ------------------------------------------------------------------------- images
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+IMAGE_B64 = base64.b64encode(base64.b64decode(PNG) * 2000).decode()  # ~190 KB: len/4 ~48k
 
 
 async def test_images_are_counted_by_media_cost_and_replaced_when_old(workspace: Path) -> None:
-    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-    image_b64 = base64.b64encode(base64.b64decode(png) * 2000).decode()  # ~190 KB: len/4 ~48k
+    """Framework-free: a result with an image costs the media cost while recent (not its
+    base64 length), and once old its image is saved and replaced by a placeholder naming the
+    copy."""
+
+    async def screenshot() -> tuple[str, tuple[Media, ...]]:
+        """Take a screenshot."""
+        return "screen captured", (Media("image", "image/png", data=IMAGE_B64),)
+
+    async def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    script = [assistant("shot", ToolCall("img", "screenshot"))]
+    script += [assistant(f"n{i}", ToolCall(f"n{i}", "noop")) for i in range(4)]
+    manager = NeutralManager(
+        {
+            "workspace": str(workspace),
+            "max_input_tokens": 32768,
+            # eager: the placeholder appears as soon as the image is old (batched waits for gain)
+            "truncation": {"recent_n": 2, "retruncate": "eager"},
+        },
+        tools=[screenshot, noop],
+        system_prompt="s",
+    )
+    agent = NeutralAgent(manager, lambda turn: script[turn.index] if turn.index < 5 else "done")
+    assert await agent.ask("look") == "done"
+    counts = [turn.counted_tokens for turn in agent.turns]
+    assert counts == [turn.prompt_tokens for turn in agent.turns]
+    # While recent, the image is in context and costs the media cost, not len/4.
+    assert counts[1] - counts[0] < 1280 + 400
+    assert manager.stats.compactions == 0
+    # Once old, it is a placeholder naming a saved copy.
+    (result,) = [r for m in agent.port.messages for r in m.tool_results if r.id == "img"]
+    assert result.media == ()
+    placeholder = result.text.splitlines()[-1]
+    assert "saved copy: tool_result/" in placeholder
+    saved = workspace / placeholder.split("saved copy: ")[1].rstrip("]")
+    assert saved.suffix == ".png"
+    assert saved.read_bytes() == base64.b64decode(IMAGE_B64)
+
+
+@pytest.mark.agentscope1
+async def test_a_1x_image_block_is_counted_by_media_cost_and_replaced_when_old(
+    workspace: Path,
+) -> None:
+    """The same on a 1.x agent: its image block in a ``ToolResponse``, counted and replaced."""
 
     async def screenshot() -> ToolResponse:
         """Take a screenshot."""
@@ -252,7 +287,7 @@ async def test_images_are_counted_by_media_cost_and_replaced_when_old(workspace:
                 TextBlock(type="text", text="screen captured"),
                 {
                     "type": "image",
-                    "source": {"type": "base64", "media_type": "image/png", "data": image_b64},
+                    "source": {"type": "base64", "media_type": "image/png", "data": IMAGE_B64},
                 },
             ]
         )
@@ -278,7 +313,6 @@ async def test_images_are_counted_by_media_cost_and_replaced_when_old(workspace:
         {
             "workspace": str(workspace),
             "max_input_tokens": 32768,
-            # eager: the placeholder appears as soon as the image is old (batched waits for gain)
             "truncation": {"recent_n": 2, "retruncate": "eager"},
         },
     )
@@ -289,19 +323,15 @@ async def test_images_are_counted_by_media_cost_and_replaced_when_old(workspace:
 
     agent.register_instance_hook("pre_reasoning", "zz_record", record)
     await agent(Msg("user", "look", "user"))
-    # While recent, the image is in context and costs the media cost, not len/4.
     assert counts[1] - counts[0] < 1280 + 400
     assert manager.stats.compactions == 0
-    # Once old, it is a placeholder naming a saved copy.
     img_msg = next(m for m in agent.memory.messages if tool_ids(m, "tool_result") == ["img"])
     output = img_msg.content[0]["output"]
     assert all(b["type"] == "text" for b in output)
     placeholder = output[-1]["text"]
     assert "saved copy: tool_result/" in placeholder
     saved = workspace / placeholder.split("saved copy: ")[1].rstrip("]")
-    assert saved.suffix == ".png" and saved.stat().st_size == len(
-        __import__("base64").b64decode(image_b64)
-    )
+    assert saved.suffix == ".png" and saved.stat().st_size == len(base64.b64decode(IMAGE_B64))
 
 
 # ------------------------------------------------- stage one inside the tool call (issue 17)
@@ -351,12 +381,13 @@ def _printed_results(agent: ReActAgent) -> list[str]:
     def record(_agent, kwargs):  # what the console and Studio receive
         msg = kwargs["msg"]
         if tool_ids(msg, "tool_result"):
-            printed.append(result_text(msg))
+            printed.append(msg_result_text(msg))
 
     agent.register_instance_hook("pre_print", "test-record", record)
     return printed
 
 
+@pytest.mark.agentscope1
 async def test_results_are_cut_before_they_are_printed(workspace: Path) -> None:
     toolkit = Toolkit()
     toolkit.register_tool_function(dump)
@@ -365,13 +396,14 @@ async def test_results_are_cut_before_they_are_printed(workspace: Path) -> None:
     manager = enable_context_management(agent, {"workspace": str(workspace)})
     await agent(Msg("user", "dump", "user"))
     stored = next(m for m in agent.memory.messages if tool_ids(m, "tool_result"))
-    assert printed == [result_text(stored)], "printed exactly what the model sees"
+    assert printed == [msg_result_text(stored)], "printed exactly what the model sees"
     _, notice = split_notice(printed[0])
     assert (workspace / notice.file_path).read_text() == make_text(120 * 1024, seed=1)
     assert manager.stats.truncations == 1, "cut once, not again when stored"
     assert len(list((workspace / "tool_result").iterdir())) == 1
 
 
+@pytest.mark.agentscope1
 async def test_a_streaming_tool_is_cut_as_it_streams(workspace: Path) -> None:
     toolkit = Toolkit()
     toolkit.register_tool_function(stream_dump)
@@ -381,12 +413,13 @@ async def test_a_streaming_tool_is_cut_as_it_streams(workspace: Path) -> None:
     await agent(Msg("user", "dump", "user"))
     assert len(printed) == 4 and all(len(text.encode()) <= 60 * 1024 for text in printed)
     stored = next(m for m in agent.memory.messages if tool_ids(m, "tool_result"))
-    assert result_text(stored) == printed[-1]
+    assert msg_result_text(stored) == printed[-1]
     _, notice = split_notice(printed[-1])
     full = "".join(make_text(40 * 1024, seed=10 + piece) for piece in range(4))
     assert (workspace / notice.file_path).read_text() == full, "the whole final output"
 
 
+@pytest.mark.agentscope1
 async def test_a_shared_toolkit_cuts_only_the_managed_agents_calls(workspace: Path) -> None:
     toolkit = Toolkit()
     toolkit.register_tool_function(dump)
@@ -407,6 +440,7 @@ async def test_a_shared_toolkit_cuts_only_the_managed_agents_calls(workspace: Pa
     assert printed_managed[1] == make_text(120 * 1024, seed=1), "detached: nothing is cut"
 
 
+@pytest.mark.agentscope1
 async def test_parallel_tool_calls_are_all_cut_before_they_are_printed(workspace: Path) -> None:
     toolkit = Toolkit()
     toolkit.register_tool_function(dump)
@@ -427,6 +461,6 @@ async def test_parallel_tool_calls_are_all_cut_before_they_are_printed(workspace
     )
     await agent(Msg("user", "dump", "user"))
     assert len(printed) == 4 and all("<<<TRUNCATED>>>" in text for text in printed)
-    stored = sorted(result_text(m) for m in agent.memory.messages if tool_ids(m, "tool_result"))
+    stored = sorted(msg_result_text(m) for m in agent.memory.messages if tool_ids(m, "tool_result"))
     assert stored == sorted(printed), "the model saw what was printed"
     assert manager.stats.truncations == 4
