@@ -17,7 +17,6 @@ AGENTSCOPE1_ONLY = frozenset(
     {
         "test_context_memory.py",
         "test_long_term_memory.py",
-        "test_session.py",
     }
 )
 """Test files that drive AgentScope 1.x objects (``ReActAgent``, ``InMemoryMemory``, 1.x

@@ -1,5 +1,9 @@
-"""Session state through JSONSession (design §2.1): a reloaded agent sends the same prompts as one
-that never stopped."""
+"""Session state (design §2.1), on the installed AgentScope: a managed agent saves its
+conversation in the workspace (1.x: ``AtomicJSONSession``, 2.x: its state as 2.x saves it) and a
+reloaded agent sends the same prompts as one that never stopped; the summary survives a detach
+and a new enable; a save killed midway leaves the old state whole. Loading a 1.x session into a
+plain ``ReActAgent`` before enabling, and 1.x's own ``JSONSession``, are 1.x tests (marked
+``agentscope1``)."""
 
 from __future__ import annotations
 
@@ -8,57 +12,37 @@ import difflib
 import os
 from pathlib import Path
 
-from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg
-from agentscope.session import JSONSession
+import pytest
+from harness_common import SIZES_KB, model_summary, session_plan, strip_volatile
+from installed_harness import is_agent_call, managed, scripted_session
 
-from agentscope_context_ext import (
-    AtomicJSONSession,
-    ContextMemory,
-    enable_context_management,
-)
-
-from agent_harness import (
-    SIZES_KB,
-    is_agent_call,
-    make_agent,
-    model_summary,
-    scripted_session,
-    session_plan,
-    strip_volatile,
-)
+from agentscope_context_ext.adapter import installed
 
 
 async def test_session_reload_gives_the_same_prompts(workspace: Path, tmp_path: Path) -> None:
     plan = session_plan(total_calls=24, sizes_kb=SIZES_KB)
     config = {"workspace": str(workspace), "max_input_tokens": 16384}
 
-    straight_ws = tmp_path / "straight"
-    straight = make_agent(scripted_session(plan), DashScopeChatFormatter())
-    enable_context_management(straight, {**config, "workspace": str(straight_ws)})
-    first = Msg("user", "part one", "user")
-    second = Msg("user", "part two", "user")
-    await straight(first)
-    await straight(second)
+    straight_model = scripted_session(plan)
+    straight = managed(straight_model, {**config, "workspace": str(tmp_path / "straight")})
+    await straight.ask("part one")
+    await straight.ask("part two")
 
-    half = make_agent(scripted_session(plan), DashScopeChatFormatter())
-    enable_context_management(half, config)
-    await half(first)
-    session = JSONSession(save_dir=str(tmp_path / "sessions"))
-    await session.save_session_state(session_id="s", agent=half)
+    half_model = scripted_session(plan)
+    half = managed(half_model, config)
+    await half.ask("part one")
+    await half.save_session("s")
 
-    done = len([c for c in half.model.inner.calls if is_agent_call(c)]) - 1
+    done = len([c for c in half_model.calls if is_agent_call(c)]) - 1
     resumed_model = scripted_session(plan[done:])
-    resumed = make_agent(resumed_model, DashScopeChatFormatter())
-    enable_context_management(resumed, config)
-    await session.load_session_state(session_id="s", agent=resumed)
-    await resumed(second)
+    resumed = managed(resumed_model, config)
+    await resumed.load_session("s")
+    await resumed.ask("part two")
 
-    straight_tail = [c.messages for c in straight.model.inner.calls if is_agent_call(c)][
-        -len(resumed_model.calls) :
-    ]
     resumed_prompts = [c.messages for c in resumed_model.calls if is_agent_call(c)]
+    straight_tail = [c.messages for c in straight_model.calls if is_agent_call(c)]
     straight_tail = straight_tail[-len(resumed_prompts) :]
+    assert resumed_prompts and straight.manager.stats.compactions >= 1
     expected, actual = strip_volatile(straight_tail), strip_volatile(resumed_prompts)
     diff = "\n".join(
         difflib.unified_diff(expected[0].split("\\n"), actual[0].split("\\n"), lineterm="", n=1)
@@ -67,34 +51,36 @@ async def test_session_reload_gives_the_same_prompts(workspace: Path, tmp_path: 
 
 
 def test_model_summary_helper_keeps_paths() -> None:
-    from agentscope_context_ext.testing import ModelCall
-
-    call = ModelCall(0, [{"role": "user", "content": "see tool_result/abc.txt"}], None)
+    call = installed.ModelCall(0, [{"role": "user", "content": "see tool_result/abc.txt"}], None)
     assert "tool_result/abc.txt" in model_summary(call)
     assert os.sep  # keep os imported for path checks on every platform
 
 
-async def _compacted_session(workspace: Path, sessions: Path) -> tuple[str, int]:
-    """Run an agent until it compacted, save it; return the summary text and the prompt size."""
-    agent = make_agent(
+async def _compacted_session(workspace: Path) -> tuple[str, int]:
+    """Run an agent until it compacted, save it as ``s``; return the summary text and the
+    prompt size."""
+    agent = managed(
         scripted_session(session_plan(total_calls=20, sizes_kb=SIZES_KB)),
-        DashScopeChatFormatter(),
+        {"workspace": str(workspace), "max_input_tokens": 16384},
     )
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
-    )
-    await agent(Msg("user", "collect the documents", "user"))
-    assert manager.stats.compactions >= 1
-    await AtomicJSONSession(save_dir=str(sessions)).save_session_state(session_id="s", agent=agent)
-    return agent.memory.compact_summary.render(), (await manager.count()).total
+    await agent.ask("collect the documents")
+    assert agent.manager.stats.compactions >= 1
+    await agent.save_session("s")
+    return agent.manager.port.summary.render(), (await agent.manager.count()).total
 
 
-async def test_a_session_loaded_before_enabling_keeps_the_summary(
-    workspace: Path, tmp_path: Path
-) -> None:
-    summary, tokens = await _compacted_session(workspace, tmp_path / "sessions")
+@pytest.mark.agentscope1
+async def test_a_session_loaded_before_enabling_keeps_the_summary(workspace: Path) -> None:
+    from agentscope.formatter import DashScopeChatFormatter
+    from agentscope.session import JSONSession
+
+    from agentscope_context_ext import ContextMemory, enable_context_management
+
+    from agent_harness import make_agent
+
+    summary, tokens = await _compacted_session(workspace)
     plain = make_agent(scripted_session([]), DashScopeChatFormatter())
-    await JSONSession(save_dir=str(tmp_path / "sessions")).load_session_state(
+    await JSONSession(save_dir=str(workspace / installed.SESSIONS_DIRNAME)).load_session_state(
         session_id="s", agent=plain
     )
     # a plain agent keeps the summary as its first message, and so the model still sees it
@@ -110,22 +96,27 @@ async def test_a_session_loaded_before_enabling_keeps_the_summary(
     assert (await manager.count()).total == tokens
 
 
-async def test_detach_and_enable_again_keeps_the_summary(workspace: Path, tmp_path: Path) -> None:
-    agent = make_agent(
-        scripted_session(session_plan(total_calls=20, sizes_kb=SIZES_KB)),
-        DashScopeChatFormatter(),
-    )
-    manager = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
-    )
-    await agent(Msg("user", "collect the documents", "user"))
-    summary = agent.memory.compact_summary.render()
-    tokens = (await manager.count()).total
-    manager.detach()
-    again = enable_context_management(
-        agent, {"workspace": str(workspace), "max_input_tokens": 16384}
-    )
-    assert agent.memory.compact_summary.render() == summary
+async def test_a_saved_session_loads_into_a_fresh_agent_with_its_summary(
+    workspace: Path,
+) -> None:
+    summary, tokens = await _compacted_session(workspace)
+    fresh = managed(scripted_session([]), {"workspace": str(workspace), "max_input_tokens": 16384})
+    await fresh.load_session("s")
+    assert fresh.manager.port.summary is not None
+    assert fresh.manager.port.summary.render() == summary
+    assert (await fresh.manager.count()).total == tokens
+
+
+async def test_detach_and_enable_again_keeps_the_summary(workspace: Path) -> None:
+    config = {"workspace": str(workspace), "max_input_tokens": 16384}
+    agent = managed(scripted_session(session_plan(total_calls=20, sizes_kb=SIZES_KB)), config)
+    await agent.ask("collect the documents")
+    assert agent.manager.stats.compactions >= 1
+    summary = agent.manager.port.summary.render()
+    tokens = (await agent.manager.count()).total
+    agent.manager.detach()
+    again = installed.enable_context_management(agent.agent, config)
+    assert again.port.summary.render() == summary
     assert (await again.count()).total == tokens
 
 
@@ -133,30 +124,46 @@ class Killed(Exception):
     """Stands for a kill in the middle of a write."""
 
 
-async def test_atomic_session_survives_a_failed_save(
-    workspace: Path, tmp_path: Path, monkeypatch
+def killed(*args, **kwargs):  # the process dies in the middle of the write
+    raise Killed
+
+
+async def test_a_session_save_killed_midway_leaves_the_old_state(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sessions = tmp_path / "sessions"
-    await _compacted_session(workspace, sessions)
+    await _compacted_session(workspace)
+    sessions = workspace / installed.SESSIONS_DIRNAME
     before = (sessions / "s.json").read_bytes()
     assert before.startswith(b"{")
 
-    def killed(*args, **kwargs):  # the process dies in the middle of the write
-        raise Killed
-
-    agent = make_agent(scripted_session([]), DashScopeChatFormatter())
-    enable_context_management(agent, {"workspace": str(workspace)})
+    agent = managed(scripted_session([]), {"workspace": str(workspace)})
+    await agent.ask("a different conversation")
     monkeypatch.setattr(os, "fsync", killed)
     with contextlib.suppress(Killed):
-        await AtomicJSONSession(save_dir=str(sessions)).save_session_state(
-            session_id="s", agent=agent
-        )
+        await agent.save_session("s")
     monkeypatch.undo()
     assert (sessions / "s.json").read_bytes() == before, "the old state, whole"
     assert [p.name for p in sessions.iterdir()] == ["s.json"], "no temp file left"
-    # JSONSession itself, killed the same way, leaves a truncated file behind
+    await agent.save_session("s")  # and once the write completes, the new state is there
+    assert (sessions / "s.json").read_bytes() != before
+
+
+@pytest.mark.agentscope1
+async def test_agentscopes_own_json_session_killed_midway_leaves_a_truncated_file(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why 1.x's managed agent saves with ``AtomicJSONSession``: AgentScope's ``JSONSession``,
+    killed the same way, leaves a truncated file behind."""
+    from agentscope.session import JSONSession
+
+    await _compacted_session(workspace)
+    sessions = workspace / installed.SESSIONS_DIRNAME
+    before = (sessions / "s.json").read_bytes()
+    agent = managed(scripted_session([]), {"workspace": str(workspace)})
     monkeypatch.setattr("json.dumps", killed)
     with contextlib.suppress(Killed):
-        await JSONSession(save_dir=str(sessions)).save_session_state(session_id="s", agent=agent)
+        await JSONSession(save_dir=str(sessions)).save_session_state(
+            session_id="s", agent=agent.agent
+        )
     monkeypatch.undo()
     assert (sessions / "s.json").read_bytes() != before
