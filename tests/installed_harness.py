@@ -188,16 +188,23 @@ async def read_file(agent: Any, **arguments: Any) -> str:
 # ------------------------------------------------------------ agents in other processes
 
 
-async def note(text: str) -> str:
-    """Write a note.
+def note_tool(detail_lines: int) -> Callable:
+    """A ``note`` tool whose answer is the note and ``detail_lines`` lines of detail."""
 
-    Args:
-        text (str): The note.
-    """
-    return f"noted {text}\n" + "detail line\n" * 150
+    async def note(text: str) -> str:
+        """Write a note.
+
+        Args:
+            text (str): The note.
+        """
+        return f"noted {text}\n" + "detail line\n" * detail_lines
+
+    return note
 
 
-def note_taking_agent(workspace: str, tag: str, steps: int, ids_dir: str | None = None) -> None:
+def note_taking_agent(
+    workspace: str, tag: str, steps: int, ids_dir: str | None = None, detail_lines: int = 150
+) -> None:
     """One note-taking agent of the installed AgentScope (run in a process of its own):
     ``steps`` calls of ``note`` and a Memory.md fact every 10th step (``note_taker``), then a
     compaction of everything; the ids of what it keeps go to ``<ids_dir>/<tag>.ids.json``."""
@@ -215,7 +222,7 @@ def note_taking_agent(workspace: str, tag: str, steps: int, ids_dir: str | None 
                 "notices": False,
                 "long_term_memory": {"summarize_on_compaction": False, "consolidation_time": "off"},
             },
-            tools=(note,),
+            tools=(note_tool(detail_lines),),
             name=tag,
             max_iters=steps + 5,
         )

@@ -17,7 +17,7 @@ from agentscope.message import Base64Source, DataBlock, TextBlock, ToolResultBlo
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
-from harness_common import disk_full, note_taker, run_in_processes
+from harness_common import disk_full
 
 import agentscope_context_ext as ace
 from agentscope_context_ext import (
@@ -819,73 +819,3 @@ async def test_a_streamed_output_that_cannot_be_saved_is_shown_and_kept_whole(
     # stage one could not save the whole text, so it did not cut: the held chunks followed
     assert output(block) == lines(1500, "s") == shown[block.id]
     assert deltas == len(range(0, 1500, 40))
-
-
-# ------------------------------------------------------------------ two processes, one workspace
-
-
-def _agent_process2(location: str, tag: str, steps: int) -> None:
-    """One 2.x agent in its own process: ``steps`` large tool outputs, a Memory.md fact every
-    10th step, then a compaction of everything; writes the ids of its kept messages."""
-
-    async def note(text: str) -> str:
-        """Write a note.
-
-        Args:
-            text (str): The note.
-        """
-        return f"noted {text}\n" + "detail line\n" * 1500
-
-    async def main() -> None:
-        toolkit = Toolkit(tools=[FunctionTool(note, permission=ALLOW)])
-        agent = Agent(
-            name=tag,
-            system_prompt="s",
-            model=ScriptedChatModel(note_taker(tag, steps)),
-            toolkit=toolkit,
-            react_config=ReActConfig(max_iters=steps + 5),
-        )
-        manager = enable_context_management(
-            agent,
-            {
-                "workspace": location,
-                "max_input_tokens": 8192,
-                "notices": False,
-                "long_term_memory": {"summarize_on_compaction": False, "consolidation_time": "off"},
-            },
-        )
-        await agent.reply(UserMsg("user", f"{tag}: take notes"))
-        await manager.compact_now()
-
-    asyncio.run(main())
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", ["local", "redis"])
-def test_two_agents_in_two_processes_share_a_workspace(tmp_path, request, backend):
-    from agentscope_context_ext.core.workspace import open_storage
-
-    location = str(tmp_path / "workspace")
-    if backend == "redis":
-        location = request.getfixturevalue("redis_url")
-    run_in_processes(_agent_process2, [(location, tag, 60) for tag in ("alpha", "beta")], 600)
-    storage = open_storage(location)
-    records = [  # no interleaved partial line
-        json.loads(line)
-        for name in storage.names("dialog/")
-        if name.endswith(".jsonl")
-        for _, line in storage.lines(f"dialog/{name}")
-        if line.strip()
-    ]
-    saved = json.dumps(records)
-    outputs = [
-        (storage.read(f"tool_result/{name}") or b"").decode()
-        for name in storage.names("tool_result/")
-    ]
-    for tag in ("alpha", "beta"):
-        # every note call was compacted into dialog/, and its whole output is in tool_result/
-        assert all(f'"{tag}-{step}"' in saved for step in range(59)), tag
-        assert sum(1 for text in outputs if text.startswith(f"noted {tag}-")) == 60, tag
-    memory = (storage.read("Memory.md") or b"").decode()
-    for tag in ("alpha", "beta"):
-        assert all(f"{tag} fact {step}" in memory for step in range(0, 60, 10)), memory
