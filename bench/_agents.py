@@ -387,3 +387,9 @@ def _exactly_counted(counter: Any) -> type:
 def qwen_counter() -> Any:
     """The exact Qwen counter every benchmark counts with."""
     return get_token_counter("qwen")
+
+
+def plain_counter() -> Any:
+    """The exact Qwen counter without the counts it keeps of large texts: every count
+    tokenizes, as a hook that calls a tokenizer does (the comparison sides of B1)."""
+    return get_token_counter("qwen", memo_size=0)

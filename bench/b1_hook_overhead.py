@@ -9,7 +9,8 @@ one new tool result (1 KB; on 2.x with its call, in the reply's message) and tim
   middleware's ``on_compress_context`` (the same pipeline: pending stage one, stage-two scan,
   incremental token check);
 - (a) formatting the whole prompt with the agent's formatter and counting it with the same
-  tokenizer, what a hook without incremental accounting must do every step;
+  tokenizer, what a hook without incremental accounting must do every step (the counter
+  without our counts of large texts, ``memo_size=0``: a plain hook tokenizes what it counts);
 - (b) AgentScope's own check below its threshold with the same tokenizer: 1.x
   ``ReActAgent(compression_config=...)``'s ``_compress_memory_if_needed``; 2.x a plain
   ``Agent``'s ``compress_context()`` (``_compress_context_impl``) with a model whose
@@ -30,7 +31,7 @@ import statistics
 import tempfile
 import time
 
-from ._agents import MAJOR, managed, native, prefix, qwen_counter
+from ._agents import MAJOR, managed, native, plain_counter, prefix, qwen_counter
 from ._data import SESSION, claude_code_session
 from ._major import agentscope_version
 
@@ -55,7 +56,7 @@ def new_result(i: int) -> str:
 
 
 async def _measure(records: list, repeats: int) -> dict:
-    counter = qwen_counter()
+    counter = plain_counter()  # (a) and (b) tokenize what they count, every time
     sides = ("ours", "a", "b", "b_native") if MAJOR >= 2 else ("ours", "a", "b")
     with tempfile.TemporaryDirectory() as workspace:
         ours = await managed(records, {"workspace": workspace, **OURS_CONFIG}, FORMATTER)

@@ -200,7 +200,9 @@ class MemoryPort:
         return await self._count_msg(self._get(msg_id))
 
     def bound(self, msg_id: str) -> int:
-        return message_bound(self.view(msg_id), self.counter.media_token_cost)
+        return message_bound(
+            self.view(msg_id), self.counter.media_token_cost, self.counter.known_count
+        )
 
     def head_key(self) -> tuple:
         return tuple(f"{msg.id}:{hash(msg.content)}" for msg in self.memory.head_messages())

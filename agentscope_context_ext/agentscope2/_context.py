@@ -8,6 +8,9 @@ epoch. Each tool result's truncation record lives in its ``ToolResultBlock.metad
 structured summary in ``state.middle_context``, so both travel with the agent's state; the
 rendered summary is ``state.summary``, which 2.x itself puts in front of the context.
 Counting goes through the model's own formatter, one segment at a time.
+
+One module on purpose: the port's methods share the segment view and its change log; splitting
+them would expose that state between modules.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ class StatePort:
         self._order: list[str] = []
         self._segments: dict[str, Segment] = {}
         self._prints: dict[str, tuple] = {}
-        self._msg_cache: dict[int, tuple[Msg, int, list[Segment]]] = {}
+        self._msg_cache: dict[int, tuple[Msg, str, tuple, list[Segment]]] = {}
         self._changed: set[str] = set()
         self._removed: set[str] = set()
         self._pending: list[str] = []
@@ -120,14 +123,23 @@ class StatePort:
             self._new_epoch(state)
         live: dict[str, Segment] = {}
         order: list[str] = []
-        cache: dict[int, tuple[Msg, int, list[Segment]]] = {}
+        cache: dict[int, tuple[Msg, str, tuple, list[Segment]]] = {}
         for msg in state.context:
+            # A message's segments depend on its id and its blocks alone. The blocks are held
+            # and compared as a tuple: the same objects compare at C speed, and others only
+            # match when equal by value (whose segments are the same).
+            blocks = tuple(msg.content)
             cached = self._msg_cache.get(id(msg))
-            if cached is not None and cached[0] is msg and cached[1] == len(msg.content):
-                parts = cached[2]
+            if (
+                cached is not None
+                and cached[0] is msg
+                and cached[1] == msg.id
+                and cached[2] == blocks
+            ):
+                parts = cached[3]
             else:
                 parts = segments(msg)
-            cache[id(msg)] = (msg, len(msg.content), parts)
+            cache[id(msg)] = (msg, msg.id, blocks, parts)
             for segment in parts:
                 live[segment.id] = segment
                 order.append(segment.id)
@@ -370,7 +382,9 @@ class StatePort:
     def bound(self, msg_id: str) -> int:
         if msg_id not in self._segments:
             raise KeyError(msg_id)
-        return message_bound(self.view(msg_id), self.counter.media_token_cost)
+        return message_bound(
+            self.view(msg_id), self.counter.media_token_cost, self.counter.known_count
+        )
 
     def head_key(self) -> tuple:
         self._ensure_state()

@@ -3,24 +3,29 @@
 System prompt + summary message + messages + tool schemas, counted incrementally: each message
 is counted once (by the adapter, through the agent's own formatter, so the count is that of what
 is actually sent) and recounted only when the memory reports it changed. A step with no new
-message re-tokenizes nothing.
+message re-tokenizes nothing. The tool schemas are counted by the counter, which keeps the
+count of the schemas as rendered (a schema edited in any way is counted again).
 
 Tokenizing is deferred while it cannot matter: a byte-level BPE token covers at least one byte,
 so a message's UTF-8 size (doubled for non-ASCII text, which Unicode normalisation can expand)
 plus its template overhead bounds its token count from above (:func:`message_bound`). While the
 bounded total stays under the compaction trigger, new messages are not tokenized at all; when
-it could cross, the largest unknowns are counted exactly until the bound is back under it.
+it could cross, the largest unknowns are counted exactly until the bound is back under it. A
+text the counter counted lately (a tool output's excerpt, counted when stage one fitted it) is
+bounded by its count instead of its size, so a new large result is tokenized once, not again
+here.
 ``count(port, ..., exact_above=None)`` always counts exactly.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..messages import Media, Message, Text, Thinking, ToolCall, ToolResult
 from ..tokens import TokenCounter
-from ..truncation import encoded_size
+from ..truncation import encoded_size, split_notice
 from ._port import ContextPort
 
 __all__ = ["PromptCount", "TokenTally", "message_bound"]
@@ -64,9 +69,6 @@ class TokenTally:
         self._epoch: int | None = None
         self._system: tuple[str, int] | None = None
         self._head: tuple[tuple, int] | None = None
-        self._tools_key: tuple[tuple, int] | None = None
-        self._tools_bound_key: tuple[tuple, int] | None = None
-        self._tool_set: tuple[tuple, tuple, list] | None = None
 
     async def message_tokens(self, port: ContextPort) -> dict[str, int]:
         """Exact per-message token counts, synced with the memory's changes."""
@@ -90,21 +92,19 @@ class TokenTally:
         """
         self._sync(port)
         head = await self._head_tokens(port)
+        tools_tokens = self.counter.count_tools(tools)
         if exact_above is not None:
-            tools_bound, tools_exact = self._tools_bound(tools)
-            await self._narrow(port, sys_prompt, head + tools_bound, exact_above)
+            await self._narrow(port, sys_prompt, head + tools_tokens, exact_above)
             system = self._system_bound(sys_prompt)
-            approximate = (
-                bool(self._bounds) or self._exact_system(sys_prompt) is None or not tools_exact
-            )
-            if approximate and system + head + tools_bound + self._messages_total <= exact_above:
-                return PromptCount(system, head, self._messages_total, tools_bound, estimated=True)
+            approximate = bool(self._bounds) or self._exact_system(sys_prompt) is None
+            if approximate and system + head + tools_tokens + self._messages_total <= exact_above:
+                return PromptCount(system, head, self._messages_total, tools_tokens, estimated=True)
         await self._resolve(port)
         return PromptCount(
             system=await self._system_tokens(port, sys_prompt),
             head=head,
             messages=self._messages_total,
-            tools=self._tools_tokens(tools),
+            tools=tools_tokens,
         )
 
     def _sync(self, port: ContextPort) -> None:
@@ -171,46 +171,6 @@ class TokenTally:
         exact = self._exact_system(sys_prompt)
         return exact if exact is not None else _MESSAGE_OVERHEAD + _text_bound(sys_prompt)
 
-    def _tools_bound(self, tools: list[dict] | None) -> tuple[int, bool]:
-        """(tokens, exact) of the tool schemas: the cached exact count for this tool set, else
-        their serialised size as a bound (also cached per tool set)."""
-        if not tools:
-            return 0, True
-        key = self._tool_set_key(tools)
-        if self._tools_key is not None and self._tools_key[0] == key:
-            return self._tools_key[1], True
-        if self._tools_bound_key is None or self._tools_bound_key[0] != key:
-            size = _text_bound(json.dumps(tools, ensure_ascii=False, default=str))
-            self._tools_bound_key = (key, size + _MESSAGE_OVERHEAD)
-        return self._tools_bound_key[1], False
-
-    def _tools_tokens(self, tools: list[dict] | None) -> int:
-        """Tokens of the tool schemas, recounted only when the tool set changes.
-
-        Serialising the schemas costs more than the rest of a step, and they change only when a
-        tool is added, removed or re-described: the cache key is each tool's name, description
-        size and parameter names.
-        """
-        if not tools:
-            return 0
-        key = self._tool_set_key(tools)
-        if self._tools_key is not None and self._tools_key[0] == key:
-            return self._tools_key[1]
-        tokens = self.counter.count_tools(tools)
-        self._tools_key = (key, tokens)
-        return tokens
-
-    def _tool_set_key(self, tools: list[dict]) -> tuple:
-        """Each tool's name, description size and parameter names. A toolkit hands out the
-        same schema objects every step, so the key is kept while the objects are the same
-        (the list is held, so their ids cannot be reused meanwhile)."""
-        ids = tuple(map(id, tools))
-        if self._tool_set is not None and self._tool_set[0] == ids:
-            return self._tool_set[1]
-        key = tuple(_tool_key(tool) for tool in tools)
-        self._tool_set = (ids, key, list(tools))
-        return key
-
     async def _system_tokens(self, port: ContextPort, sys_prompt: str) -> int:
         if self._system is None or self._system[0] != sys_prompt:
             tokens = await port.count_system(sys_prompt) if sys_prompt else 0
@@ -232,17 +192,25 @@ _MEDIA_TEXT_OVERHEAD = 256
 """Bytes a formatter may add as text around a media block (e.g. promoted tool-result images)."""
 
 
-def message_bound(msg: Message, media_token_cost: int) -> int:
+_JOIN_SLACK = 4
+"""Tokens added where a counted text meets the text around it (a merge across the seam)."""
+
+KnownCount = Callable[[str], int | None]
+
+
+def message_bound(msg: Message, media_token_cost: int, known: KnownCount | None = None) -> int:
     """An upper bound of ``msg``'s token count, without tokenizing it.
 
     A byte-level BPE token covers at least one byte of the rendered text, so the rendered size
     bounds the count; non-ASCII text counts double because Unicode normalisation (NFC) can
-    expand some characters before tokenizing.
+    expand some characters before tokenizing. ``known`` (``TokenCounter.known_count``) gives
+    the count of a text counted lately: a text, or the excerpt of a truncated output, so known
+    is bounded by that count.
     """
     total = _MESSAGE_OVERHEAD
     for part in msg.parts:
         if isinstance(part, Text | Thinking):
-            total += _text_bound(part.text) + 2
+            total += _part_bound(part.text, known) + 2
         elif isinstance(part, Media):
             total += media_token_cost + _MEDIA_TEXT_OVERHEAD
         elif isinstance(part, ToolCall):
@@ -254,22 +222,28 @@ def message_bound(msg: Message, media_token_cost: int) -> int:
                 + _text_bound(part.name)
             )
         elif isinstance(part, ToolResult):
-            total += _BLOCK_OVERHEAD + _MESSAGE_OVERHEAD + _text_bound(part.text) + 2
+            total += _BLOCK_OVERHEAD + _MESSAGE_OVERHEAD + _part_bound(part.text, known) + 2
             total += len(part.media) * (media_token_cost + _MEDIA_TEXT_OVERHEAD)
     return total
 
 
+def _part_bound(text: str, known: KnownCount | None) -> int:
+    """The count of ``text`` if the counter knows it, or of its excerpt plus the notice's size
+    when it is a truncated output whose excerpt it knows; else its size bound."""
+    bound = _text_bound(text)
+    if known is None or bound < 2 * _JOIN_SLACK:
+        return bound
+    exact = known(text)
+    if exact is not None:
+        return min(bound, exact + _JOIN_SLACK)
+    parts = split_notice(text)
+    if parts is not None:
+        excerpt_tokens = known(parts[0])
+        if excerpt_tokens is not None:
+            rest = _text_bound(text[len(parts[0]) :])
+            return min(bound, excerpt_tokens + rest + 2 * _JOIN_SLACK)
+    return bound
+
+
 def _text_bound(text: str) -> int:
     return len(text) if text.isascii() else 2 * encoded_size(text)
-
-
-def _tool_key(tool: dict) -> tuple:
-    function = tool.get("function", {}) if isinstance(tool, dict) else {}
-    parameters = function.get("parameters") or {}
-    properties = parameters.get("properties") or {}
-    return (
-        function.get("name"),
-        len(str(function.get("description", ""))),
-        tuple(properties),
-        tuple(parameters.get("required") or ()),
-    )

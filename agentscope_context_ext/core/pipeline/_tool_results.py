@@ -13,6 +13,10 @@ started at, and stage two cuts it with a notice to the source file.
 
 Both stages respect the window: one result never takes more than ``max_window_share`` of it.
 The adapter builds a :class:`ResultSlot` per result and writes a :class:`ResultChange` back.
+
+One module on purpose: every decision on one result (stage one, stage two, the notice alone, a
+user's text) shares the save-first, fit-to-the-window and record helpers of
+:class:`ResultTruncator`.
 """
 
 from __future__ import annotations
@@ -271,7 +275,7 @@ class ResultTruncator:
         if self.stage_two_cut(slot) is not None:
             text = slot.text or ""
             limit, size = self._stage_two_limit(slot), encoded_size(text)
-            tokens = self.counter.count_text(text)
+            tokens = self._estimated_tokens(text)
             changes = True
             gain += max(0, int(tokens * (1 - limit / size)) - NOTICE_TOKENS)
         return changes, gain
@@ -402,6 +406,15 @@ class ResultTruncator:
             media_replaced=replaced,
         )
         return ResultChange(new_text, media), outcome
+
+    def _estimated_tokens(self, text: str) -> int:
+        """About the tokens of ``text``: of a truncated output, its excerpt's (which stage one
+        counted when it fitted it, so the counter knows it) plus its notice's."""
+        parts = split_notice(text)
+        if parts is None:
+            return self.counter.count_text(text)
+        excerpt = parts[0]
+        return self.counter.count_text(excerpt) + self.counter.count_text(text[len(excerpt) :])
 
     def _tokens_fit(self, text: str, size: int) -> bool:
         # Cheap first: a text of at most max_tokens bytes cannot exceed max_tokens tokens.

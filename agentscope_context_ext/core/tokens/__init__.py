@@ -18,6 +18,7 @@ from typing import Any
 from ._backends import BACKENDS, make_encoder, tiktoken_available_offline
 from ._counter import (
     DEFAULT_MEDIA_TOKEN_COST,
+    MEMO_SIZE,
     TokenCounter,
     content_fingerprint,
     render_formatted_message,
@@ -60,16 +61,20 @@ def get_token_counter(
     model_name: str | None = None,
     media_token_cost: int = DEFAULT_MEDIA_TOKEN_COST,
     counter_class: type[TokenCounter] = TokenCounter,
+    memo_size: int = MEMO_SIZE,
 ) -> TokenCounter:
     """Build a :class:`TokenCounter`.
 
     Args:
         name_or_model (`str | ChatModelBase`): A backend (``auto``, ``qwen``, ``o200k_base``,
             ``cl100k_base``, ``estimate``), a model name (``qwen-plus``, ``gpt-4o``), or an
-            AgentScope chat model (its ``model_name`` is used).
+            AgentScope chat model (its model name is used: ``model_name`` on 1.x, ``model`` on
+            2.x).
         model_name (`str | None`): With ``auto``: the model to pick a backend for.
         media_token_cost (`int`): Tokens counted per image/audio/video block.
         counter_class (`type[TokenCounter]`): The class to build (an adapter's subclass).
+        memo_size (`int`): How many large texts keep their count (``0``: none, every count
+            tokenizes; what a comparison with a plain tokenizer needs).
 
     Returns:
         `TokenCounter`: Never touches the network. A tiktoken encoding that is not in the local
@@ -81,7 +86,9 @@ def get_token_counter(
         name = "auto"
     else:
         name = "auto"
-        model_name = getattr(name_or_model, "model_name", None) or model_name
+        # 1.x chat models name their model ``model_name``, 2.x ones ``model``
+        named = getattr(name_or_model, "model_name", None) or getattr(name_or_model, "model", None)
+        model_name = named if isinstance(named, str) else model_name
     if name == "auto":
         backend = backend_for_model(model_name)
     elif name in BACKENDS:
@@ -98,4 +105,6 @@ def get_token_counter(
         backend = "qwen"
     if media_token_cost < 0:
         raise ValueError(f"media_token_cost must not be negative, got {media_token_cost}")
-    return counter_class(backend, make_encoder(backend), media_token_cost=media_token_cost)
+    return counter_class(
+        backend, make_encoder(backend), media_token_cost=media_token_cost, memo_size=memo_size
+    )

@@ -7,6 +7,13 @@ message boundary, so the count of a prompt is exactly the sum of its messages' c
 what makes incremental accounting exact: a message is tokenized once, cached by id and content
 fingerprint, and a step with no new message re-tokenizes nothing.
 
+Large texts are tokenized once while they are among the last few counted (:meth:`count_text`
+keeps their counts keyed by the text itself): a tool's output is counted when stage one fits
+its excerpt, and the same excerpt is what the count before the next call and stage two's
+estimate of what a cut would free look at again. :meth:`known_count` answers from those counts
+without tokenizing (for the bound of a message, see ``core.pipeline.message_bound``). The
+tool schemas, rendered as sent, are such a text.
+
 Media blocks cost ``media_token_cost`` tokens each, never their base64 length (design §12.6).
 """
 
@@ -37,6 +44,9 @@ _MEDIA_PART_TYPES = {
 }
 _MEDIA_KEYS = ("image", "image_url", "audio", "input_audio", "video")
 _CACHE_SIZE = 200_000
+MEMO_MIN_CHARS = 2048
+"""Texts at least this long keep their count among the last :data:`MEMO_SIZE` counted."""
+MEMO_SIZE = 64
 
 
 class TokenCounter:
@@ -48,6 +58,7 @@ class TokenCounter:
         backend (`str`): ``qwen``, ``o200k_base``, ``cl100k_base`` or ``estimate``.
         encode_count (`Callable[[str], int]`): Text -> token count for that backend.
         media_token_cost (`int`): Tokens counted per image/audio/video block.
+        memo_size (`int`): How many large texts keep their count (``0``: none).
     """
 
     def __init__(
@@ -55,12 +66,14 @@ class TokenCounter:
         backend: str,
         encode_count: Callable[[str], int],
         media_token_cost: int = DEFAULT_MEDIA_TOKEN_COST,
+        memo_size: int = MEMO_SIZE,
     ) -> None:
         self.backend = backend
         self.media_token_cost = media_token_cost
         self._encode_count = encode_count
         self._msg_cache: OrderedDict[str, tuple[tuple, int]] = OrderedDict()
-        self._tools_cache: tuple[str, int] | None = None
+        self._text_counts: OrderedDict[str, int] = OrderedDict()
+        self._memo_size = memo_size
         self.tokenized_messages = 0
         """How many times a message was actually tokenized (cache misses); for tests/benchmarks."""
 
@@ -75,7 +88,24 @@ class TokenCounter:
         """Tokens of ``text`` with this counter's vocabulary."""
         if not text:
             return 0
-        return self._encode_count(text)
+        if len(text) < MEMO_MIN_CHARS or not self._memo_size:
+            return self._encode_count(text)
+        known = self._text_counts.get(text)
+        if known is not None:
+            self._text_counts.move_to_end(text)
+            return known
+        count = self._encode_count(text)
+        self._text_counts[text] = count
+        if len(self._text_counts) > self._memo_size:
+            self._text_counts.popitem(last=False)
+        return count
+
+    def known_count(self, text: str) -> int | None:
+        """The count of ``text`` if it is one of the large texts counted lately, else ``None``
+        (nothing is tokenized)."""
+        if len(text) < MEMO_MIN_CHARS:
+            return None
+        return self._text_counts.get(text)
 
     # ------------------------------------------------------- formatted prompts
 
@@ -103,15 +133,12 @@ class TokenCounter:
         return self.count_text(text) + media * self.media_token_cost
 
     def count_tools(self, tools: list[dict] | None) -> int:
-        """Tokens of the tool JSON schemas as they are sent (cached while they do not change)."""
+        """Tokens of the tool JSON schemas as they are sent (as rendered: a schema edited in
+        any way is counted again; the same schemas are a large text counted lately)."""
         if not tools:
             return 0
         rendered = "<tools>\n" + json.dumps(tools, ensure_ascii=False, default=str) + "\n</tools>"
-        if self._tools_cache is not None and self._tools_cache[0] == rendered:
-            return self._tools_cache[1]
-        count = self.count_text(rendered)
-        self._tools_cache = (rendered, count)
-        return count
+        return self.count_text(rendered)
 
     # --------------------------------------------------------------- messages
 
