@@ -15,6 +15,9 @@ State round-trips through ``state_dict()``/``load_state_dict()`` (e.g. ``JSONSes
 summary is saved as the first message of ``content`` (the structured summary in its metadata),
 so a session loaded into a plain agent first keeps it and enabling later restores it; the
 per-result truncation state travels inside each message's ``metadata``, so it survives too.
+
+One module on purpose: the whole ``MemoryBase`` contract and the change log must agree on every
+mutation, so they live in one class.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ toolkit as ``FunctionTool``\\ s (and taken away again by :meth:`AgentManager.det
 on a tool's response in the tool call (:meth:`AgentManager.acting`), 2.x's own image limit
 before each step, the system prompt and tool schemas 2.x builds, ``Memory.md`` after the system
 prompt, a retried model call's input after a compaction, and the provider's reported usage.
+
+One module on purpose: it is the list above, each item a short method over 2.x's API; the
+middleware only dispatches to it.
 """
 
 from __future__ import annotations

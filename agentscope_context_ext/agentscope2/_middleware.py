@@ -31,6 +31,9 @@ What each hook does:
   compared with ours (``stats.token_count_error``, ``calibrate_with_usage``), and a call the
   provider rejects for its length is retried once after a compaction;
 - ``on_system_prompt``: ``Memory.md`` after the agent's system prompt.
+
+One module on purpose: the hooks and their order are read together; each hook is a short call
+into the manager.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """The ``agentscope-context`` command line (design §10).
 
 Exit codes: 0 ok, 2 bad input (one-line reason on stderr, no traceback), 1 internal error.
+
+One module on purpose: the parser of every command and the one place that turns a user's mistake
+into exit code 2; each command's work is in its own module.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ Example:
 
         config = ContextConfig.from_file("configs/small-window.yaml")
         config = ContextConfig.model_validate({"max_input_tokens": 32768})
+
+One module on purpose: the whole configuration tree, in the order of ``configs/default.yaml``,
+so a key is found where the file shows it.
 """
 
 from __future__ import annotations

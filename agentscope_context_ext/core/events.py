@@ -6,6 +6,9 @@ its numbers as fields. Listeners subscribe through ``manager.subscribe(callback)
 also goes to the ``agentscope_context_ext`` logger, and :class:`ContextStats` folds them into
 ``manager.stats``. ``event.type`` names the kind (``"compaction_finished"``) and ``event.data``
 is the numbers as a dict, for logs and reports.
+
+One module on purpose: it is the catalogue of events (one short class each), read as a list by
+anyone writing a listener, with the stats that fold them and the bus that delivers them.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ the event bus) and the tool list, and it owns the policy run before every model 
 (:meth:`ContextManager.before_model_call`). What an adapter adds is only what its AgentScope
 needs: how to reach the agent's messages and prompt (the port, :meth:`prompt_parts`), how to
 wrap a tool, where ``Memory.md`` is shown, and its hooks or middleware.
+
+One module on purpose: it is the assembly; each part it wires lives in its own package.
 """
 
 from __future__ import annotations

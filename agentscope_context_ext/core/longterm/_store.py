@@ -7,6 +7,9 @@ rewrite. Every write is a read-modify-write under one lock shared by every proce
 workspace, landing atomically (a local folder: temp file + ``os.replace``; Redis: one command),
 so two agents sharing a workspace lose no update. No argument ever becomes a path: names come only
 from validated dates.
+
+One module on purpose: every read-modify-write of the memory files goes through the one lock
+this class holds.
 """
 
 from __future__ import annotations

@@ -2,12 +2,14 @@
 stages, the token check, the pair-safe cut, the writer and SaveDialog, over a
 :class:`ContextPort` that an adapter implements."""
 
+from ._build import build_pipeline
 from ._compaction import SUMMARY_FILE, Compaction, cut_item
 from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
 from ._faults import SaveFault, SaveFaults
 from ._offer import DIALOG_TOOL_NAMES, ToolOffer, tool_name
-from ._pipeline import ContextPipeline, PipelineParts, PromptCounter, build_pipeline
+from ._pipeline import ContextPipeline, PipelineParts
 from ._port import ContextPort, SavedText
+from ._prompt_counter import PromptCounter
 from ._slots import (
     ResultChange,
     ResultSlot,

@@ -14,6 +14,9 @@ grown by 5% of the window, or at once when the prompt is over the window. A summ
 not be smaller than what it replaces is not used. A compaction cancelled while the summary is
 being written (the caller gave up) stops there: the messages are still in memory, and their
 copy in ``dialog/`` is a duplicate the reader recognises, never a loss.
+
+One module on purpose: the order of its steps is what keeps data safe (design §4.4), and it reads best
+in one place.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Layout, under ``<prefix>:`` (``?prefix=NAME`` in the URL, default ``ace``):
 Durability is Redis's: with AOF and ``appendfsync always`` an acknowledged write is on the
 server's disk; with ``everysec`` up to a second of writes can be lost in a server crash; without
 persistence a restart loses everything (``agentscope-context inspect`` warns about that).
+
+One module on purpose: it implements one contract (``Storage``), and the layout above is read
+with the code.
 """
 
 from __future__ import annotations

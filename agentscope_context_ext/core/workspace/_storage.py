@@ -15,6 +15,9 @@ in workspace-relative keys that are the local paths (``dialog/2026-12-03.jsonl``
 :func:`open_storage` picks the backend from the ``workspace`` value: a path, or a URL
 ``redis://[user:password@]host:port/db[?prefix=NAME]``. This module imports no Redis client;
 ``_redis_storage`` does, only when a Redis workspace is opened.
+
+One module on purpose: the storage contract and its local implementation side by side, so the
+Redis one (``_redis_storage.py``) has one text to follow.
 """
 
 from __future__ import annotations
