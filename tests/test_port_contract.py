@@ -128,6 +128,27 @@ async def test_the_running_count_is_the_prompt_the_model_receives(workspace: Pat
     assert max(errors) < 0.01
 
 
+async def test_a_loaded_session_is_a_new_epoch_counted_as_before(workspace: Path) -> None:
+    """Loading a session replaces every message: the change log says so (a new epoch, all
+    recounted), the results keep their records (stage one leaves every one as it is), and the
+    count is what it was."""
+    agent = await ran(workspace)
+    port = agent.manager.port
+    tokens = (await agent.manager.count()).total
+    ids = port.message_ids()
+    epoch, _, _ = port.drain_changes()
+    await agent.save_session("s")
+    await agent.load_session("s")
+    again, _, _ = port.drain_changes()
+    assert again != epoch, "a new epoch: every message is counted again"
+    assert port.message_ids() == ids
+    truncations = agent.manager.stats.truncations
+    await agent.manager.pipeline.run_stage_one()
+    assert port.drain_changes() == (again, set(), set()), "stage one changed nothing"
+    assert agent.manager.stats.truncations == truncations
+    assert (await agent.manager.count()).total == tokens
+
+
 # ------------------------------------------------------------- tool-result slots, records
 
 
