@@ -2,9 +2,9 @@
 Code's summary.
 
 For every shared Claude Code session with a ``compact_boundary``: the conversation before the
-boundary is replayed through the hooks (default configuration, extractive summaries) at the
-largest window that compacts it at all (one compaction, as late as possible). Of the identifiers
-of Claude Code's summary (inline code and file paths, ``summary_identifiers``) that occur in the
+boundary is replayed through the installed AgentScope's agent (default configuration,
+extractive summaries) at the largest window that compacts it at all (one compaction, as late as
+possible). Of the identifiers of Claude Code's summary (inline code and file paths, ``summary_identifiers``) that occur in the
 messages we compacted, we report the share our summary keeps, the share the compaction model's
 input keeps, and the share ``search_dialog`` finds; and both summaries' lengths.
 
@@ -20,7 +20,7 @@ import logging
 from agentscope_context_ext import ContextConfig
 from agentscope_context_ext.replay import (
     claude_code_compactions,
-    load_claude_code,
+    claude_code_records,
     summary_fidelity,
 )
 
@@ -32,10 +32,12 @@ TITLE = "summary fidelity at Claude Code's own compaction point"
 def run(quick: bool = False) -> dict:
     """Measure and return the B7 record."""
     logging.getLogger("as").setLevel(logging.ERROR)
+    # the bisection probes windows far too small on purpose: their refusals are expected
+    logging.getLogger("agentscope_context_ext").setLevel(logging.CRITICAL)
     rows = []
     for path in sorted((transcripts_dir() / "claude-code").glob("*.jsonl")):
         for index, point in enumerate(claude_code_compactions(path)):
-            messages = load_claude_code(path, until_line=point.line)
+            messages = claude_code_records(path, until_line=point.line)
             result = asyncio.run(
                 summary_fidelity(
                     f"{path.name[:8]}#{index + 1}",

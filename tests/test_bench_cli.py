@@ -36,7 +36,8 @@ def _bench(
 
 
 def test_a_benchmark_for_the_other_major_is_skipped_and_not_met(tmp_path):
-    # Its module is not even imported (B7 drives 1.x's ReActAgent, B8 2.x's Agent).
+    # Its module is not even imported (B8 compares against 2.x's own compression: on 1.x it
+    # is the one benchmark of the other major; on 2.x every benchmark runs).
     others = [
         b for b, (_, major) in BENCHMARKS.items() if major not in (None, min(agentscope_major(), 2))
     ]

@@ -26,6 +26,7 @@ from ..core.config import ContextConfig
 from ..core.pipeline import SummaryWriter
 from ..core.summary import mentions, summary_identifiers
 from ..core.tokens import get_token_counter
+from ..core.tools import make_dialog_tools
 from ..core.transcripts import Record, Transcript
 from ..core.workspace import ToolResultStore
 
@@ -150,7 +151,7 @@ async def summary_fidelity(
         summary_file = workspace / "summary.md"
         summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
         model_input = await _compaction_input(compacted, store, config, window)
-        _, search_dialog = installed.make_dialog_tools(dialog)
+        _, search_dialog = make_dialog_tools(dialog)  # the tool's function, as the agent runs it
         result = FidelityResult(
             name=name,
             window=window,
@@ -173,7 +174,7 @@ async def summary_fidelity(
             if not mentions(model_input, identifier):
                 result.missing_from_input.append(identifier)
             answer = await search_dialog(identifier)
-            if str(answer.content[0]["text"]).startswith("No saved message"):
+            if answer.startswith("No saved message"):
                 result.missing_from_search.append(identifier)
     return result
 
