@@ -60,11 +60,13 @@ def tool_names(call: ModelCall) -> set[str]:
 def session_responder(
     plan: list[list[tuple[int, int]]],
     compaction: Callable[[ModelCall], object] = model_summary,
+    first_step: int = 0,
 ) -> Callable[[ModelCall], object]:
     """The answers of a model that follows ``plan`` (one step of ``fetch`` calls per agent
     call, then "All documents fetched."), answers compaction calls with ``compaction`` and
-    background calls with ``[SILENT]``."""
-    state = {"step": 0}
+    background calls with ``[SILENT]``. ``first_step``: where a resumed session continues
+    ``plan`` (call ids stay those of the whole plan)."""
+    state = {"step": first_step}
 
     def respond(call: ModelCall) -> object:
         if is_compaction_call(call):

@@ -417,68 +417,6 @@ async def test_a_saved_state_loads_into_a_fresh_agent_with_its_summary(tmp_path)
     assert agent.state.summary in fresh_model.calls[0].text
 
 
-# ------------------------------------------------------------------ faults of the workspace
-# A crash between the dialog write and the context update, on a real 2.x agent (a full disk, a
-# dialog that cannot be written and the TTL cleanup are in test_faults.py, on either major).
-
-
-def steps_then(n: int, rows: int) -> tuple[ScriptedChatModel, list]:
-    """A model that runs ``n`` tool steps of growing outputs, then answers "All done." (and
-    then whatever is appended to the returned queue); the summary call (no tools) gets a
-    short summary."""
-    queue = [
-        reply(f"step {i}", tool_call("lines", n=rows + 100 * i, tag=f"t{i}")) for i in range(n)
-    ]
-    queue.append("All done.")
-    model = ScriptedChatModel(lambda call: "Summary." if not call.tools else queue.pop(0))
-    return model, queue
-
-
-def result_ids(messages) -> list[str]:
-    return [b.id for m in messages for b in m.content if isinstance(b, ToolResultBlock)]
-
-
-async def test_a_crash_between_the_dialog_write_and_the_context_update_loses_nothing(tmp_path):
-    model, _ = steps_then(14, 400)
-    context = ContextMiddleware(config(tmp_path))
-    agent = make_agent(model, [context], offloader=context.offloader)
-    manager = context.bind(agent)
-    saved: dict[str, str] = {}
-
-    class Crash(BaseException):
-        pass
-
-    async def snapshot_then_crash(event):
-        # Persist the agent's state the moment the dialog is written, then die before the
-        # summary and the context are updated: what a power cut at that point leaves behind.
-        if event.type == "dialog_saved" and not saved:
-            saved["state"] = agent.state.model_dump_json()
-            raise Crash()
-
-    manager.bus._listeners.append(snapshot_then_crash)
-    with pytest.raises(Crash):
-        await agent.reply(UserMsg("user", "work"))
-
-    state = AgentState.model_validate_json(saved["state"])
-    before = set(result_ids(state.context))
-    on_disk = set(result_ids(r.msg for r in context.dialog_store.iter_records()))
-    assert on_disk and on_disk <= before, "the crash left the saved steps in both places"
-    lines_before = sum(1 for p in (tmp_path / "dialog").glob("*.jsonl") for _ in p.open())
-
-    fresh = ContextMiddleware(config(tmp_path))
-    agent = make_agent(model, [fresh], offloader=fresh.offloader, state=state)
-    await agent.reply(UserMsg("user", "continue"))  # compaction writes the same parts again
-    lines_after = sum(1 for p in (tmp_path / "dialog").glob("*.jsonl") for _ in p.open())
-    records = list(fresh.dialog_store.iter_records())
-    ids = [r.msg.id for r in records]
-    assert lines_after > lines_before and len(ids) == len(set(ids)), "duplicates ignored on read"
-    saved_results = result_ids(r.msg for r in records)
-    assert len(saved_results) == len(set(saved_results))
-    everything = set(saved_results) | set(result_ids(agent.state.context))
-    assert before <= everything and len(everything) == 14
-    assert violations(model) == 0
-
-
 async def test_a_summary_written_by_2x_itself_is_kept_and_saved_when_compacted(tmp_path):
     state = AgentState(summary="<system-info>Earlier: the user wants report-7781.</system-info>")
     steps = [reply(f"step {i}", tool_call("lines", n=400)) for i in range(12)]

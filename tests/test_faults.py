@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from harness_common import (
+    SIZES_KB,
     disk_full,
     expire_everything_and_clean,
     make_text,
@@ -182,3 +183,50 @@ async def test_cleanup_keeps_what_the_context_still_names(workspace: Path) -> No
     assert await agent.ask("read it") == "ok"
     answer = next(r.text for r in tool_results(agent.views()) if r.id == "gone")
     assert answer.startswith("Error: ") and "has expired" in answer
+
+
+async def test_a_crash_between_the_dialog_write_and_the_context_update_loses_nothing(
+    workspace: Path,
+) -> None:
+    """The session saved the moment the dialog is written (then the process dies, before the
+    summary and the context are updated) holds the saved messages in both places; a fresh
+    agent that loads it and carries on writes them again, and the dialog reader keeps one of
+    each: nothing lost, nothing twice, no orphan."""
+    plan = session_plan(total_calls=14, sizes_kb=SIZES_KB)
+    model = scripted_session(plan)
+    agent = managed(model, config(workspace))
+
+    class Crash(BaseException):
+        pass
+
+    async def snapshot_then_crash(event) -> None:
+        if event.type == "dialog_saved":
+            await agent.save_session("s")
+            raise Crash()
+
+    unsubscribe = agent.manager.subscribe(snapshot_then_crash)
+    with pytest.raises(Crash):
+        await agent.ask("go")
+    unsubscribe()
+    done = len([call for call in model.calls if is_agent_call(call)])
+    lines_before = sum(1 for p in (workspace / "dialog").glob("*.jsonl") for _ in p.open())
+
+    fresh_model = ScriptedChatModel(session_responder(plan, first_step=done))
+    fresh = managed(fresh_model, config(workspace))
+    await fresh.load_session("s")
+    in_context = set(result_ids(fresh.views()))
+    on_disk = result_ids(dialog_views(fresh))
+    assert on_disk and len(on_disk) == len(set(on_disk))
+    assert set(on_disk) <= in_context, "the crash left the saved steps in both places"
+
+    assert await fresh.ask("continue") == "All documents fetched."  # compaction writes them again
+    lines_after = sum(1 for p in (workspace / "dialog").glob("*.jsonl") for _ in p.open())
+    saved = dialog_views(fresh)
+    ids = [view.id for view in saved]
+    assert lines_after > lines_before and len(ids) == len(set(ids)), "duplicates ignored on read"
+    saved_results = result_ids(saved)
+    assert len(saved_results) == len(set(saved_results))
+    everything = set(saved_results) | set(result_ids(fresh.views()))
+    assert in_context <= everything
+    assert everything == {f"call-{i}-{k}" for i, step in enumerate(plan) for k in range(len(step))}
+    assert all(prompt_orphans(c.messages) == [] for c in [*model.calls, *fresh_model.calls])
