@@ -16,7 +16,6 @@ from agentscope_context_ext.compat import agentscope_major, agentscope_version
 AGENTSCOPE1_ONLY = frozenset(
     {
         "test_context_memory.py",
-        "test_long_term_memory.py",
     }
 )
 """Test files that drive AgentScope 1.x objects (``ReActAgent``, ``InMemoryMemory``, 1.x

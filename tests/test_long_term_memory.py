@@ -1,10 +1,15 @@
 """Long-term memory (design §6.3, 7, 12.10): the file layer, the memory tools, the Summarizer on
 compaction (driven by the scripted model making real tool calls), consolidation and its
-scheduler, prompt injection, concurrency and hostile input."""
+scheduler, prompt injection, concurrency and hostile input.
+
+The file layer, the tools, the scheduler and the services are the core's (no AgentScope); the
+agents that write and read Memory.md are managed agents of the installed AgentScope, and the
+Summarizer and consolidation agents the installed adapter's."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import multiprocessing
 import re
@@ -16,35 +21,33 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from agentscope.agent import ReActAgent
 from agentscope.formatter import DashScopeChatFormatter
-from agentscope.message import Msg, TextBlock
-from agentscope.tool import Toolkit, ToolResponse
+from harness_common import CONSOLIDATOR_MARKER, SUMMARIZER_MARKER, make_text, model_summary
+from installed_harness import is_compaction_call, managed
 
-from agentscope_context_ext import consolidate, enable_context_management, make_memory_tools
-from agentscope_context_ext.agentscope1 import agent_runner
+from agentscope_context_ext import consolidate
+from agentscope_context_ext.adapter import installed
 from agentscope_context_ext.cli import main
 from agentscope_context_ext.core.longterm import (
+    AgentRunner,
     ConsolidationScheduler,
     LongTermMemory,
     MemoryInputError,
     SummarizerService,
     SummarizerSettings,
     last_consolidation,
+    make_memory_tools,
 )
+from agentscope_context_ext.core.scripting import prompt_text
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
 
-from agent_harness import (
-    CONSOLIDATOR_MARKER,
-    SUMMARIZER_MARKER,
-    is_compaction_call,
-    make_text,
-    model_summary,
-)
 
-
-def text(response) -> str:
-    return response.content[0]["text"]
+def agent_runner(model: ScriptedChatModel, name: str) -> AgentRunner:
+    """The installed adapter's background agent on ``model`` (a 1.x agent is also given the
+    formatter it lays its prompts out with; a 2.x model formats for itself)."""
+    if "formatter" in inspect.signature(installed.agent_runner).parameters:
+        return installed.agent_runner(model, DashScopeChatFormatter(), name)
+    return installed.agent_runner(model, name)
 
 
 # ------------------------------------------------------------------- file layer
@@ -160,14 +163,14 @@ async def test_memory_tools_with_hostile_input(workspace: Path, tmp_path: Path) 
         (str(outside), str(outside)),
     ]
     for value, section in hostile:
-        result = text(await memory_append(value, section))
+        result = await memory_append(value, section)
         assert result.startswith(("Added", "Error", "Already"))
         assert "\n" not in result
-    assert text(await memory_append(42)).startswith("Error")  # type: ignore[arg-type]
-    assert text(await memory_edit("nope", "x")).startswith("Error: old_text was not found")
-    assert text(await memory_edit("", "x")).startswith("Error")
-    assert text(await daily_note("y" * 10_000_000)).startswith("Error")
-    assert text(await daily_note("../../etc/shadow")).startswith("Noted in memory/")
+    assert (await memory_append(42)).startswith("Error")  # type: ignore[arg-type]
+    assert (await memory_edit("nope", "x")).startswith("Error: old_text was not found")
+    assert (await memory_edit("", "x")).startswith("Error")
+    assert (await daily_note("y" * 10_000_000)).startswith("Error")
+    assert (await daily_note("../../etc/shadow")).startswith("Noted in memory/")
     # Nothing was written outside the workspace, and the file stays well-formed text.
     assert not outside.exists()
     files = {p.relative_to(workspace).as_posix() for p in workspace.rglob("*") if p.is_file()}
@@ -177,7 +180,7 @@ async def test_memory_tools_with_hostile_input(workspace: Path, tmp_path: Path) 
     assert "## ../../escape" in content, "a section title is only text, never a path"
     assert "\x00" not in content and "\udcff" not in content
     assert "x" * 100 not in content
-    assert text(await memory_read()).startswith("# Memory")
+    assert (await memory_read()).startswith("# Memory")
 
 
 # -------------------------------------------------------------------- Summarizer
@@ -237,7 +240,7 @@ def session_model(fail_summarizer: bool = False) -> ScriptedChatModel:
     return ScriptedChatModel(respond)
 
 
-async def shell(cmd: str) -> ToolResponse:
+async def shell(cmd: str) -> str:
     """Run a shell command.
 
     Args:
@@ -255,25 +258,14 @@ async def shell(cmd: str) -> ToolResponse:
         )
     else:
         out = "ok"
-    return ToolResponse(content=[TextBlock(type="text", text=out)])
+    return out
 
 
-def session_agent(
-    workspace: Path, model: ScriptedChatModel, **ltm_settings
-) -> tuple[ReActAgent, object]:
-    toolkit = Toolkit()
-    toolkit.register_tool_function(shell)
-    agent = ReActAgent(
-        name="dev",
-        sys_prompt="You are a dev agent.",
-        model=model,
-        formatter=DashScopeChatFormatter(),
-        toolkit=toolkit,
-        max_iters=20,
-    )
-    agent.set_console_output_enabled(False)
-    manager = enable_context_management(
-        agent,
+def session_agent(workspace: Path, model: ScriptedChatModel, **ltm_settings) -> tuple:
+    """A managed dev agent of the installed AgentScope with the ``shell`` tool, and its
+    manager."""
+    agent = managed(
+        model,
         {
             "workspace": str(workspace),
             "max_input_tokens": 8192,
@@ -283,15 +275,17 @@ def session_agent(
                 **ltm_settings,
             },
         },
+        tools=[shell],
+        system_prompt="You are a dev agent.",
+        max_iters=20,
+        name="dev",
     )
-    return agent, manager
+    return agent, agent.manager
 
 
 async def run_session(workspace: Path, model: ScriptedChatModel) -> object:
     agent, manager = session_agent(workspace, model)
-    await agent(
-        Msg("user", "Install requests for me. I prefer metric units in every report.", "user")
-    )
+    await agent.ask("Install requests for me. I prefer metric units in every report.")
     await manager.compact_now()
     await manager.drain()
     return manager
@@ -328,9 +322,9 @@ async def test_summarizer_does_not_block_the_turn(workspace: Path) -> None:
 
     agent, manager = session_agent(workspace, ScriptedChatModel(respond))
     # (long enough that a summary of it is smaller: a summary that is not is not used)
-    await agent(Msg("user", "first: " + make_text(6000, seed=1), "user"))
+    await agent.ask("first: " + make_text(6000, seed=1))
     await manager.compact_now()
-    await agent(Msg("user", "second", "user"))  # completes while the Summarizer still waits
+    await agent.ask("second")  # completes while the Summarizer still waits
     assert manager.summarizer.pending() == 1
     assert list((workspace / "memory" / "jobs").glob("*.json")), (
         "the job is journaled while it runs"
@@ -344,8 +338,8 @@ async def test_failing_summarizer_job_is_recorded_as_failed(workspace: Path) -> 
     agent, manager = session_agent(
         workspace, session_model(fail_summarizer=True), summarizer_retries=3
     )
-    answer = await agent(Msg("user", "Install requests. I prefer metric units.", "user"))
-    assert answer.get_text_content() == "requests is installed."
+    answer = await agent.ask("Install requests. I prefer metric units.")
+    assert answer == "requests is installed."
     await manager.compact_now()
     await manager.drain()
     failed = list((workspace / "memory" / "jobs" / "failed").glob("*.json"))
@@ -355,7 +349,7 @@ async def test_failing_summarizer_job_is_recorded_as_failed(workspace: Path) -> 
     assert record["transcript"], "the job's input is kept, not lost"
     assert not list((workspace / "memory" / "jobs").glob("*.json"))
     assert manager.summarizer.failed == 1
-    assert (await agent(Msg("user", "still there?", "user"))).get_text_content() == "Done."
+    assert await agent.ask("still there?") == "Done."
 
 
 def test_journaled_job_of_a_killed_process_runs_on_next_start(
@@ -363,15 +357,15 @@ def test_journaled_job_of_a_killed_process_runs_on_next_start(
 ) -> None:
     script = textwrap.dedent(
         f"""
-        import asyncio, os
-        from agentscope.formatter import DashScopeChatFormatter
-        from agentscope_context_ext.agentscope1 import agent_runner
+        import asyncio, os, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_long_term_memory import agent_runner
         from agentscope_context_ext.core.longterm import LongTermMemory, SummarizerService
         from agentscope_context_ext.testing import ScriptedChatModel
 
         async def main():
             ltm = LongTermMemory({str(workspace)!r})
-            service = SummarizerService(ltm, agent_runner(ScriptedChatModel(["[SILENT]"]), DashScopeChatFormatter(), "summarizer"), tools=lambda: [], emit=None)
+            service = SummarizerService(ltm, agent_runner(ScriptedChatModel(["[SILENT]"]), "summarizer"), tools=lambda: [], emit=None)
             service.submit("[user] I prefer metric units.\\n[tool] ModuleNotFoundError ... installed from the wheelhouse")
             os._exit(9)  # killed before the job ran
 
@@ -387,7 +381,7 @@ def test_journaled_job_of_a_killed_process_runs_on_next_start(
 
     async def next_start() -> None:
         agent, manager = session_agent(workspace, session_model())
-        await agent(Msg("user", "hello again", "user"))  # the first hook resumes the journal
+        await agent.ask("hello again")  # the first hook resumes the journal
         await manager.drain()
 
     asyncio.run(next_start())
@@ -409,7 +403,7 @@ async def test_service_retries_with_backoff(workspace: Path) -> None:
     model = ScriptedChatModel(lambda call: next(attempts))
     service = SummarizerService(
         LongTermMemory(workspace),
-        agent_runner(model, DashScopeChatFormatter(), "summarizer"),
+        agent_runner(model, "summarizer"),
         tools=lambda: [],
         emit=emit,
         settings=SummarizerSettings(retries=3, backoff_seconds=1.5),
@@ -453,9 +447,7 @@ def consolidator_model(
 
     def merged(call: ModelCall, compact: bool = False) -> str:
         values: dict[str, str] = {}
-        user_text = "\n".join(
-            str(m.get("content")) for m in call.messages if m.get("role") == "user"
-        )
+        user_text = prompt_text([m for m in call.messages if m.get("role") == "user"])
         for line in re.findall(r"^- (?:\d\d:\d\d )?(.+)$", user_text, re.M):
             key = line.split(":")[0] if ":" in line else line
             values[key] = line  # later lines (newer notes) win
@@ -610,8 +602,58 @@ async def test_scheduler_survives_a_failing_run_and_starts_stops() -> None:
 # ------------------------------------------------------------- prompt injection
 
 
-async def test_memory_is_shown_bounded_and_refreshed_only_on_change(workspace: Path) -> None:
-    """Memory.md reaches the model as a head message, never through the system prompt."""
+def memory_text(call: ModelCall) -> str:
+    """The ``<long-term-memory>`` block of a prompt, wherever the installed major puts it."""
+    found = re.search(r"<long-term-memory>.*?</long-term-memory>", call.text, re.DOTALL)
+    assert found, "no Memory.md in the prompt"
+    return found[0]
+
+
+async def test_memory_is_shown_bounded_refreshed_only_on_change_and_never_saved(
+    workspace: Path,
+) -> None:
+    """On either major: Memory.md reaches the model bounded, the prompt's prefix stays while the
+    file does not change, a change shows in the next call, and the agent's saved session never
+    holds the file's text."""
+    ltm = LongTermMemory(workspace)
+    ltm.append("User prefers metric units", "Personal")
+    for i in range(300):
+        ltm.append(f"filler fact {i} " + "word " * 10)
+    model = ScriptedChatModel(["a", "b", "c"])
+    config = {
+        "workspace": str(workspace),
+        "long_term_memory": {"inject_max_tokens": 300, "consolidation_time": "off"},
+    }
+    agent = managed(model, config, tools=(), system_prompt="Base prompt.", name="a")
+    await agent.ask("hi")
+    text = memory_text(model.calls[0])
+    assert text.startswith("<long-term-memory>")
+    assert "memory_append" in text and "User prefers metric units" in text
+    assert "call memory_read for the rest" in text
+    assert agent.manager.counter.count_text(text) < 300 + 400
+    assert "Base prompt." in str(model.calls[0].messages[0]["content"])
+    await agent.ask("again")
+    assert model.calls[1].messages[:2] == model.calls[0].messages[:2], "unchanged file: same prefix"
+    ltm.append("User's name is Ada", "Personal")
+    await agent.ask("and now")
+    assert "User's name is Ada" in memory_text(model.calls[2])
+    await agent.save_session("s")
+    saved = agent.manager.storage.read(f"{installed.SESSIONS_DIRNAME}/s.json")
+    assert saved and b"and now" in saved, "the conversation is saved"
+    assert b"User prefers metric units" not in saved and b"long-term-memory" not in saved
+
+
+@pytest.mark.agentscope1
+async def test_on_1x_memory_is_a_head_message_never_the_system_prompt(workspace: Path) -> None:
+    """On 1.x Memory.md reaches the model as a head message, never through the system prompt
+    (which ``ReActAgent`` saves as state); 2.x adds it to the system prompt (its state has
+    none): test_agentscope2.py."""
+    from agentscope.agent import ReActAgent
+    from agentscope.message import Msg
+    from agentscope.tool import Toolkit
+
+    from agentscope_context_ext import enable_context_management
+
     ltm = LongTermMemory(workspace)
     ltm.append("User prefers metric units", "Personal")
     for i in range(300):
