@@ -23,7 +23,6 @@ from installed_harness import (
     tool_results,
 )
 
-from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.errors import WorkspaceError, WorkspaceWriteError
 from agentscope_context_ext.core.longterm import LongTermMemory
 from agentscope_context_ext.core.pipeline import SummaryWriter, TokenTally
@@ -58,25 +57,7 @@ FAULTS = {
 its removal, the two writes into the framework's memory)."""
 
 
-OFFLOADER_BUG = pytest.mark.xfail(
-    agentscope_major() >= 2,
-    strict=True,
-    raises=ExceptionGroup,
-    reason="2.x: a result stage one could not save stays whole; when it is large enough for "
-    "2.x's own tool-result truncation, Agent._execute_tool_call calls "
-    "ContextOffloader.offload_tool_result, whose ToolResultStore.save raises out of the tool "
-    "call (the same with a real ENOSPC OSError): the reply fails instead of going on or "
-    "stopping with WorkspaceWriteError",
-)
-
-
-@pytest.mark.parametrize(
-    "fault",
-    [
-        pytest.param(name, marks=OFFLOADER_BUG) if name == "tool-result write" else name
-        for name in FAULTS
-    ],
-)
+@pytest.mark.parametrize("fault", list(FAULTS))
 async def test_a_fault_anywhere_keeps_the_agent_running_and_loses_nothing(
     workspace: Path, monkeypatch: pytest.MonkeyPatch, fault: str
 ) -> None:

@@ -7,7 +7,11 @@ workspace as everything else, reachable by the same tools:
 
 - ``offload_context``: messages 2.x compacted (its ``compress_context`` with the middleware off)
   are appended to ``dialog/YYYY-MM-DD.jsonl``, fsync'ed, one record per message;
-- ``offload_tool_result``: the part of a tool result 2.x split off goes to ``tool_result/``;
+- ``offload_tool_result``: the part of a tool result 2.x split off goes to ``tool_result/``
+  (2.x splits only what stage one left whole: a result it could not save). 2.x drops that part
+  from the context, so one that cannot be saved either is held in memory under its path
+  (``ToolResultStore.save_or_hold``), read from there, and saved before the next model call
+  that the disk allows (a ``save_failed`` event until then);
 - ``offload_data_block``: a base64 medium 2.x takes out of the context (``max_image_num``, an
   input medium the model cannot take) is saved under ``tool_result/`` and comes back as a URL
   block: ``file://`` for a folder workspace, the workspace URL with ``#tool_result/<name>``
@@ -57,7 +61,8 @@ class ContextOffloader:
         return "; ".join(str(ref) for ref in refs) or self.dialog_store.directory
 
     async def offload_tool_result(self, session_id: str, tool_result: ToolResultBlock) -> str:
-        return self.tool_result_store.save(output_text(tool_result.output))
+        path, _ = self.tool_result_store.save_or_hold(output_text(tool_result.output))
+        return path
 
     async def offload_data_block(self, block: DataBlock) -> DataBlock:
         source = block.source

@@ -179,6 +179,7 @@ class ContextManager(ABC):
                 config.truncation,
                 config.tools.allowed_roots,
                 max_bytes_cap=config.truncation.read_file_max_bytes(self.max_input_tokens),
+                held=self.tool_result_store.held,
             )
             tools.append(("read_file", reader))
         if config.tools.dialog:

@@ -19,7 +19,8 @@ class SaveFault:
     """One write that failed."""
 
     what: str
-    """``tool_result``, ``message`` (a user's text offloaded) or ``dialog``."""
+    """``tool_result``, ``message`` (a user's text offloaded), ``dialog`` or ``held`` (a text
+    that left the context unsaved, held in memory: 2.x's own split of a result)."""
     key: str
     """What it was for: a tool call id (``<id>#media<n>`` for its n-th media block), a message
     id (``<id>#<part>``), or ``dialog``."""

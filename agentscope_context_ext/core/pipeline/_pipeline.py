@@ -245,7 +245,14 @@ class ContextPipeline:
         return self.parts.truncator.stream_allowance(tool, tool_input)
 
     async def run_stage_one(self) -> None:
-        """Stage one for every tool result that arrived since the last call."""
+        """Stage one for every tool result that arrived since the last call (and the texts the
+        workspace could not take yet saved now, see ``ToolResultStore.save_or_hold``)."""
+        faults = self.parts.faults
+        for key, exc in self.parts.tool_result_store.flush_held():
+            if exc is None:
+                faults.saved(f"held:{key}")
+            else:
+                faults.failed("held", f"held:{key}", key, exc)
         port = self.port
         if not self.config.truncation.enabled:
             port.pending_results()

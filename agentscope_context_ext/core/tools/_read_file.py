@@ -19,6 +19,7 @@ def make_read_file(
     truncation: TruncationConfig | None = None,
     allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
     max_bytes_cap: int | None = None,
+    held: Callable[[str], bytes | None] | None = None,
 ) -> Callable[..., Coroutine[Any, Any, str]]:
     """The ``read_file`` tool: reads inside the workspace and ``allowed_roots``.
 
@@ -29,6 +30,8 @@ def make_read_file(
         allowed_roots (`Sequence[str] | None`): Extra readable roots; empty or ``None`` means
             the current directory.
         max_bytes_cap (`int | None`): Upper bound on one excerpt, e.g. the window share.
+        held (`Callable | None`): ``ToolResultStore.held``: saved results still held in memory
+            (a write failed) are read from there.
 
     Returns:
         An async function named ``read_file`` returning the text (or a one-line ``Error: ...``).
@@ -38,13 +41,14 @@ def make_read_file(
     if isinstance(workspace, Storage):
         # Saved results come from the server; files from the allowed roots.
         roots = resolve_allowed_roots(os.getcwd(), allowed_roots)[1:] or [Path.cwd()]
-        reader = FileReader(roots, truncation, max_bytes_cap, storage=workspace)
+        reader = FileReader(roots, truncation, max_bytes_cap, storage=workspace, held=held)
     else:
         reader = FileReader(
             resolve_allowed_roots(workspace, allowed_roots),
             truncation,
             max_bytes_cap,
             text_dirs=[Path(workspace).absolute() / TOOL_RESULT_DIRNAME],
+            held=held,
         )
 
     async def read_file(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +69,15 @@ class FileReader:
         max_bytes_cap: int | None = None,
         text_dirs: Sequence[Path] = (),
         storage: Any = None,
+        held: Callable[[str], bytes | None] | None = None,
     ) -> None:
         if not roots:
             raise ValueError("read_file needs at least one allowed root")
         self.storage = storage
         """A workspace :class:`Storage` that is not a folder: its ``tool_result/`` paths are
         read from it (the agent sees the same text as from a local workspace)."""
+        self.held = held
+        """``ToolResultStore.held``: a result that could not be saved yet, read from memory."""
         self.roots = list(roots)
         self.text_dirs = list(text_dirs)
         self.truncation = truncation or TruncationConfig()
@@ -115,9 +118,15 @@ class FileReader:
     def _stored(self, file_path: str) -> io.BytesIO | None:
         """A saved tool result or user text of a workspace that is not a folder (Redis), read
         whole; ``None`` for a path on disk."""
-        if self.storage is None or not isinstance(file_path, str):
+        if not isinstance(file_path, str):
             return None
         key = file_path.strip().replace("\\", "/")
+        if self.held is not None and _SAVED_RESULT_RE.search(key):
+            held = self.held(key[key.rfind("tool_result/") :])
+            if held is not None:
+                return io.BytesIO(held)
+        if self.storage is None:
+            return None
         if _SAVED_MESSAGE_RE.fullmatch(key):
             data = self.storage.read(key)
             if data is None:

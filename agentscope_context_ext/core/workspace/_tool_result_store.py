@@ -9,6 +9,12 @@ passes them as ``keep``); what only a saved dialog line names expires, and ``rea
 
 A user's own words offloaded because they alone would not fit the window go to
 ``message/<32 hex>.txt`` instead, and are kept like ``dialog/``: they never expire.
+
+One text may leave the context before it is on disk: the part of a result that AgentScope 2.x
+splits off by itself (it drops what its offloader takes). When that cannot be saved,
+:meth:`ToolResultStore.save_or_hold` keeps it here, in memory, under the path it will have; it
+is read like a saved one (:meth:`held`, :meth:`read_text`, ``read_file``) and written by
+:meth:`flush_held`, which the pipeline calls before every model call.
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ class ToolResultStore:
         self.ttl_days = ttl_days
         self._clock = clock
         self._last_cleanup: float | None = None
+        self._held: dict[str, bytes] = {}
 
     def save(self, text: str) -> str:
         """Write ``text`` to ``tool_result/<32 hex>.txt`` and return that relative path.
@@ -100,6 +107,37 @@ class ToolResultStore:
         """
         data = encode_text(text)
         return self._save(data, f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.txt")
+
+    def save_or_hold(self, text: str) -> tuple[str, BaseException | None]:
+        """:meth:`save`, or, when that fails, keep ``text`` in memory under the path it will
+        have until :meth:`flush_held` writes it. Returns the path and the failure (``None``
+        when saved)."""
+        try:
+            return self.save(text), None
+        except Exception as exc:  # noqa: BLE001 - a disk or a server: held, saved later
+            data = encode_text(text)
+            key = f"{TOOL_RESULT_DIRNAME}/{hashlib.blake2b(data, digest_size=16).hexdigest()}.txt"
+            self._held[key] = data
+            logger.warning("cannot save %s (%s); holding it in memory until it can be", key, exc)
+            return key, exc
+
+    def held(self, relative_path: str) -> bytes | None:
+        """The bytes of a text held in memory (not saved yet) under ``relative_path``."""
+        return self._held.get(relative_path.replace("\\", "/")) if self._held else None
+
+    def flush_held(self) -> list[tuple[str, BaseException | None]]:
+        """Try to save every held text; returns each path with its failure (``None``: saved,
+        and no longer held)."""
+        outcomes: list[tuple[str, BaseException | None]] = []
+        for key, data in list(self._held.items()):
+            try:
+                self._save(data, key.rpartition("/")[2])
+            except Exception as exc:  # noqa: BLE001 - still failing: held a step longer
+                outcomes.append((key, exc))
+                continue
+            del self._held[key]
+            outcomes.append((key, None))
+        return outcomes
 
     def save_message(self, text: str) -> str:
         """Write a user's text to ``message/<32 hex>.txt`` (kept for good: no TTL, no cleanup)
@@ -138,6 +176,9 @@ class ToolResultStore:
         if not self.is_own_path(relative_path):
             return None
         key = relative_path.replace(chr(92), "/")
+        held = self.held(key)
+        if held is not None:
+            return held[:max_bytes].decode("utf-8", errors="replace")
         try:
             data = self.storage.read(key, max_bytes)
         except OSError:
