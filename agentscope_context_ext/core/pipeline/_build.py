@@ -52,7 +52,7 @@ def build_pipeline(
         read_file_name (`str`): The name of this package's ``read_file`` tool.
     """
     faults = SaveFaults()
-    window = Window(max_input_tokens)
+    window = Window(max_input_tokens, config.compaction.trigger_ratio)
     truncator = ResultTruncator(
         config.truncation,
         tool_result_store,

@@ -119,7 +119,7 @@ class Compaction:
     @property
     def trigger_tokens(self) -> int:
         """Compaction starts above this many prompt tokens."""
-        return int(self.config.compaction.trigger_ratio * self.window.tokens)
+        return self.window.trigger_tokens
 
     async def run(
         self,

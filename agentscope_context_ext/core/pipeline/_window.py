@@ -80,21 +80,11 @@ class WindowGuard:
         self.window = window
         self._overflow_state: tuple[int, int] | None = None
 
-    @property
-    def max_input_tokens(self) -> int:
-        """The window now."""
-        return self.window.tokens
-
-    @property
-    def trigger_tokens(self) -> int:
-        """Compaction starts above this many prompt tokens."""
-        return int(self.config.compaction.trigger_ratio * self.window.tokens)
-
     async def fit(
         self, sys_prompt: str, tools: list[dict] | None, count: PromptCount
     ) -> PromptCount:
         """Steps 1-3 above, each only while the prompt is still too big; the new count."""
-        trigger, window = self.trigger_tokens, self.max_input_tokens
+        trigger, window = self.window.trigger_tokens, self.window.tokens
         if count.total <= trigger or not self.config.truncation.enabled:
             return count
         # The newest step's images stay for now (the model asked for them; step 2 takes them
@@ -110,12 +100,12 @@ class WindowGuard:
     async def check(self, sys_prompt: str, tools: list[dict] | None, count: PromptCount) -> None:
         """Refuse a prompt over the window (:class:`ContextOverflowError` and an ``error``
         event, before any model call); report one over the trigger once per state."""
-        if count.total <= self.trigger_tokens:
+        if count.total <= self.window.trigger_tokens:
             self._overflow_state = None
             return
         if count.estimated:
             count = await self.count(sys_prompt, tools)  # never refuse on a bound
-        window = self.max_input_tokens
+        window = self.window.tokens
         if count.total > window:
             await self._refuse(count)
         ids = self.port.message_ids()
@@ -126,7 +116,7 @@ class WindowGuard:
             await self.bus.emit(
                 ContextOverflow(
                     tokens=count.total,
-                    trigger_tokens=self.trigger_tokens,
+                    trigger_tokens=self.window.trigger_tokens,
                     max_input_tokens=window,
                     messages=len(ids),
                     compactable=max((i for i in range(len(ids)) if valid[i]), default=0),
@@ -134,7 +124,7 @@ class WindowGuard:
             )
 
     async def _refuse(self, count: PromptCount) -> None:
-        window = self.max_input_tokens
+        window = self.window.tokens
         parts = {
             "system": count.system,
             "tools": count.tools,

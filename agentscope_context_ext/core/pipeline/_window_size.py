@@ -15,12 +15,19 @@ class Window:
 
     Args:
         configured (`int`): The configured window.
+        trigger_ratio (`float`): Compaction starts above this share of the window.
     """
 
-    def __init__(self, configured: int) -> None:
+    def __init__(self, configured: int, trigger_ratio: float = 0.8) -> None:
         self.configured = configured
+        self.trigger_ratio = trigger_ratio
         self.tokens = configured
         """The window now (the configured one, or the provider's when it showed it is smaller)."""
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Compaction starts above this many prompt tokens (of the window now)."""
+        return int(self.trigger_ratio * self.tokens)
 
     def lower_to(self, tokens: int) -> bool:
         """Make the window ``tokens`` when that is smaller; whether it changed."""
