@@ -11,7 +11,6 @@ import pytest
 
 from agentscope_context_ext import ContextConfig
 from agentscope_context_ext.adapter import installed
-from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.transcripts import Record
 from agentscope_context_ext.replay import (
     claude_code_compactions,
@@ -19,14 +18,6 @@ from agentscope_context_ext.replay import (
     load_claude_code,
     summary_fidelity,
     summary_identifiers,
-)
-
-SEARCH_BUG = pytest.mark.xfail(
-    agentscope_major() >= 2,
-    strict=True,
-    raises=TypeError,
-    reason="bug: summary_fidelity calls the 2.x search_dialog FunctionTool positionally and "
-    "reads a 1.x ToolResponse (see test_found_bugs_storage.py)",
 )
 
 REFERENCE = """Summary:
@@ -108,7 +99,6 @@ def test_claude_code_compaction_points_and_the_conversation_before_them(tmp_path
     assert "after the boundary" in [v.text for v in later if v.role == "user"]
 
 
-@SEARCH_BUG
 async def test_fidelity_counts_only_identifiers_of_the_compacted_messages() -> None:
     msgs = [
         Record("user", f"step {i}: edit `module_{i}.py` and run `make check_{i}` " + "pad " * 40)
@@ -125,7 +115,6 @@ async def test_fidelity_counts_only_identifiers_of_the_compacted_messages() -> N
 
 
 @pytest.mark.slow
-@SEARCH_BUG
 @pytest.mark.parametrize(
     "session",
     ["4d5611e5-241a-462a-8d15-5122611a9569.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"],

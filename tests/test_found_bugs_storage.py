@@ -1,27 +1,19 @@
 """Bugs found while making the storage, dialog, memory and replay tests hold for both majors
 (issue 31): each test states what the package should do and is marked ``xfail(strict=True)``
 with the reason until the bug is fixed (then it passes, the strict mark fails, and the mark is
-removed)."""
+removed; the test stays, as a regression test).
+
+Fixed: summary_fidelity searched the dialog with the adapter's search_dialog (a 2.x
+``FunctionTool`` takes keyword arguments only and answers no 1.x ``ToolResponse``: TypeError on
+2.x); it searches with the core's tool since f6d8983."""
 
 from __future__ import annotations
 
-import pytest
-
 from agentscope_context_ext import ContextConfig
-from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.transcripts import Record
 from agentscope_context_ext.replay import summary_fidelity
 
 
-@pytest.mark.xfail(
-    agentscope_major() >= 2,
-    strict=True,
-    raises=TypeError,
-    reason="replay/_fidelity.py calls installed.make_dialog_tools()'s search_dialog as "
-    "search_dialog(identifier) and reads answer.content[0]['text']: on 2.x that tool is a "
-    "FunctionTool, which takes keyword arguments only (TypeError) and answers no 1.x "
-    "ToolResponse; the core's make_dialog_tools (text) would serve both majors",
-)
 async def test_summary_fidelity_searches_the_dialog_on_the_installed_major() -> None:
     said = [Record("user", f"step {i}: edit `module_{i}.py` " + "pad " * 40) for i in range(60)]
     said += [Record("assistant", "done " + "x " * 50) for _ in range(3)]
