@@ -9,7 +9,11 @@ Fixed: summary_fidelity searched the dialog with the adapter's search_dialog (a 
 
 from __future__ import annotations
 
+import pytest
+
 from agentscope_context_ext import ContextConfig
+from agentscope_context_ext.adapter import installed
+from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.transcripts import Record
 from agentscope_context_ext.replay import summary_fidelity
 
@@ -22,3 +26,20 @@ async def test_summary_fidelity_searches_the_dialog_on_the_installed_major() -> 
     assert result.compactions >= 1
     assert result.identifiers == ["module_0.py", "module_1.py", "module_2.py"]
     assert result.missing_from_search == []
+
+
+@pytest.mark.xfail(
+    agentscope_major() >= 2,
+    strict=True,
+    reason="agentscope2/_records.py records_to_msgs drops Record.timestamp (UserMsg and the "
+    "reply Msg get created_at = now), so on 2.x a replayed transcript is filed in dialog/ "
+    "under the day of the replay; 1.x's record_to_msg keeps the record's timestamp",
+)
+def test_records_to_msgs_keeps_each_records_date(tmp_path) -> None:
+    records = [
+        Record("user", "look at the log", timestamp="2026-11-30 10:00:00"),
+        Record("assistant", "The log is long.", timestamp="2026-11-30 10:00:05"),
+    ]
+    msgs = installed.records_to_msgs(records)
+    refs = installed.open_dialog(tmp_path / "workspace").append(msgs)
+    assert [ref.file for ref in refs] == ["dialog/2026-11-30.jsonl"]
