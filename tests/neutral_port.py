@@ -346,6 +346,10 @@ class NeutralPort:
         self._changed, self._removed = set(), set()
         return self._epoch, changed, removed
 
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
     async def count(self, msg_id: str) -> int:
         return self.counter.count_view(self._get(msg_id))
 

@@ -78,6 +78,10 @@ class MemoryPort:
     def drain_changes(self) -> tuple[int, set[str], set[str]]:
         return self.memory.drain_changes()
 
+    @property
+    def epoch(self) -> int:
+        return self.memory.epoch
+
     def one_step(self) -> contextlib.nullcontext[None]:
         return contextlib.nullcontext()  # the memory keeps its own change log
 

@@ -218,6 +218,11 @@ class ContextMemory(MemoryBase):
         """Record that a stored message was edited in place (e.g. truncated)."""
         self._changed.add(msg_id)
 
+    @property
+    def epoch(self) -> int:
+        """Bumped when the whole content was replaced (clear, load)."""
+        return self._epoch
+
     def drain_changes(self) -> tuple[int, set[str], set[str]]:
         """Return and reset (epoch, changed ids, removed ids) since the last call.
 

@@ -261,6 +261,12 @@ class StatePort:
         self._changed, self._removed = set(), set()
         return self._epoch, changed, removed
 
+    @property
+    def epoch(self) -> int:
+        if not self._current():  # a loaded state or a replaced context list
+            self.sync()
+        return self._epoch
+
     # ------------------------------------------------------------ tool results
 
     def pending_results(self) -> list[str]:

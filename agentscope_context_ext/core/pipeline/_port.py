@@ -82,6 +82,12 @@ class ContextPort(Protocol):
         was replaced (a clear or a session load) and must be recounted."""
         ...
 
+    @property
+    def epoch(self) -> int:
+        """The epoch :meth:`drain_changes` would report now, without draining anything: what
+        remembers messages by id (stage two's settled results) starts over when it changes."""
+        ...
+
     async def count(self, msg_id: str) -> int:
         """Exact tokens of one message as the framework's formatter sends it."""
         ...

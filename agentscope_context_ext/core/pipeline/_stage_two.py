@@ -38,6 +38,9 @@ class StageTwo:
         """Messages whose results are all through stage two: never looked at again."""
         self._waiting: dict[str, int] = {}
         """``batched``: old messages with something to cut, and the tokens it would free."""
+        self._epoch: int | None = None
+        """The port's epoch both are of: a loaded session starts them over (its messages may
+        be earlier versions of settled ones, under the same ids)."""
 
     @property
     def eager(self) -> bool:
@@ -60,6 +63,9 @@ class StageTwo:
         blocks (only their text is cut)."""
         if not self.config.enabled:
             return 0
+        epoch = self.port.epoch
+        if epoch != self._epoch:
+            self._epoch, self._settled, self._waiting = epoch, set(), {}
         old = [m for m in self.old_messages(include_recent) if m not in self._settled]
         if self.eager or force:
             recent = set(old) - set(self.old_messages()) if keep_recent_media else set()

@@ -1,6 +1,8 @@
-"""Bugs of the pipeline found while moving its tests onto both majors, each pinned by a test that
-fails until it is fixed (``xfail(strict=True)``: a fix makes it pass, and then the marker must
-go)."""
+"""Stage two after a session is loaded into a live manager (an undo, ``/load``): the port
+reports a new epoch, and what stage two remembers by message id (the results it settled, the
+gains it waits on) starts over. It once kept them: the loaded snapshot's results, back at stage
+one under the same ids, stayed whole (30 KB instead of ~2.5 KB) outside ``recent_n`` for the
+rest of the session."""
 
 from __future__ import annotations
 
@@ -12,14 +14,6 @@ from installed_harness import managed
 from neutral_port import NeutralAgent, NeutralManager, ScriptedCallModel, fetch_session
 
 from agentscope_context_ext.testing import ScriptedChatModel, reply, tool_call
-
-STAGE_TWO_AFTER_A_LOAD = (
-    "StageTwo keeps the ids it settled (and, batched, the gains it waits on) across a session "
-    "load: the port reports a new epoch, but only TokenTally reads it. Loaded into a live "
-    "manager, an earlier snapshot of the conversation (an undo, /load) has its results back at "
-    "stage one under the same ids, and stage two never cuts them again: each stays whole (here "
-    "30 KB instead of ~2.5 KB) outside recent_n for the rest of the session"
-)
 
 
 def config(workspace: Path, policy: str = "eager") -> dict:
@@ -49,7 +43,6 @@ def old_results(port, recent_n: int = 2) -> list[str]:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason=STAGE_TWO_AFTER_A_LOAD)
 @pytest.mark.parametrize("policy", ["eager", "batched"])
 async def test_stage_two_cuts_old_results_of_a_session_loaded_into_a_live_manager(
     workspace: Path, policy: str
@@ -76,7 +69,6 @@ async def test_stage_two_cuts_old_results_of_a_session_loaded_into_a_live_manage
     assert all(now[call] == 2 for call in old_results(port)), now
 
 
-@pytest.mark.xfail(strict=True, reason=STAGE_TWO_AFTER_A_LOAD)
 async def test_stage_two_cuts_old_results_after_a_managed_agent_loads_a_session(
     workspace: Path,
 ) -> None:
