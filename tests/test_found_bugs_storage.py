@@ -5,15 +5,14 @@ removed; the test stays, as a regression test).
 
 Fixed: summary_fidelity searched the dialog with the adapter's search_dialog (a 2.x
 ``FunctionTool`` takes keyword arguments only and answers no 1.x ``ToolResponse``: TypeError on
-2.x); it searches with the core's tool since f6d8983."""
+2.x); it searches with the core's tool since f6d8983. On 2.x, records_to_msgs dated every message
+now, so a replayed transcript was filed in dialog/ under the replay's day; each message keeps
+its record's date since the commit after c4f6f8d."""
 
 from __future__ import annotations
 
-import pytest
-
 from agentscope_context_ext import ContextConfig
 from agentscope_context_ext.adapter import installed
-from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.transcripts import Record
 from agentscope_context_ext.replay import summary_fidelity
 
@@ -28,13 +27,6 @@ async def test_summary_fidelity_searches_the_dialog_on_the_installed_major() -> 
     assert result.missing_from_search == []
 
 
-@pytest.mark.xfail(
-    agentscope_major() >= 2,
-    strict=True,
-    reason="agentscope2/_records.py records_to_msgs drops Record.timestamp (UserMsg and the "
-    "reply Msg get created_at = now), so on 2.x a replayed transcript is filed in dialog/ "
-    "under the day of the replay; 1.x's record_to_msg keeps the record's timestamp",
-)
 def test_records_to_msgs_keeps_each_records_date(tmp_path) -> None:
     records = [
         Record("user", "look at the log", timestamp="2026-11-30 10:00:00"),

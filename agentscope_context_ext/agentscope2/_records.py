@@ -25,8 +25,8 @@ __all__ = ["output_of", "record_blocks", "records_to_msgs"]
 def records_to_msgs(records: list[Record]) -> list[Msg]:
     """The context a 2.x agent builds from ``records``: each user message as it is, and every
     assistant record (with the tool results that answer its calls) up to the next user message
-    folded into one assistant message, as 2.x keeps a whole reply. A result whose call the
-    records never made is dropped (2.x has no place for it)."""
+    folded into one assistant message, as 2.x keeps a whole reply (dated by its first record).
+    A result whose call the records never made is dropped (2.x has no place for it)."""
     msgs: list[Msg] = []
     reply: Msg | None = None
     calls: dict[str, str] = {}
@@ -38,6 +38,8 @@ def records_to_msgs(records: list[Record]) -> list[Msg]:
             msg = UserMsg(record.name or "user", text)
             if record.id:
                 msg.id = record.id
+            if record.timestamp:  # the day it was said files it in dialog/, not today
+                msg.created_at = record.timestamp
             msgs.append(msg)
             reply = None
             continue
@@ -45,6 +47,8 @@ def records_to_msgs(records: list[Record]) -> list[Msg]:
             reply = Msg(name=record.name or "assistant", content=[], role="assistant")
             if record.id:
                 reply.id = record.id
+            if record.timestamp:  # a reply is dated by its first record
+                reply.created_at = record.timestamp
             msgs.append(reply)
         for block in record.blocks():
             if block.get("type") == "tool_use":
