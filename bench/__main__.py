@@ -28,7 +28,7 @@ BENCHMARKS = {
     "B5": ("b5_truncation", None),
     "B6": ("b6_replay_throughput", None),
     "B7": ("b7_summary_fidelity", None),
-    "B8": ("b8_agentscope2", 2),
+    "B8": ("b8_own_compression", 2),
     "B9": ("b9_redis_backend", None),
 }
 """Benchmark id -> (module, the AgentScope major it needs, or None for either). A benchmark for

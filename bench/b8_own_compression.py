@@ -23,7 +23,7 @@ mean prompt tokens; the identifiers of the whole transcript (by the B7 extractio
 and code spans, plus the tau-bench ids such as reservation and user ids) found in the last
 prompt; and fidelity by B7's method on the Claude Code sessions.
 
-Runs on AgentScope 2.x only (``python -m bench.b8_agentscope2``); with 1.x installed it reports
+Runs on AgentScope 2.x only (``python -m bench.b8_own_compression``); with 1.x installed it reports
 itself skipped, ``target_met`` false (not measured, not met).
 """
 
@@ -686,7 +686,7 @@ if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m bench.b8_agentscope2", description=f"B8 - {TITLE}. Target: {TARGET}."
+        prog="python -m bench.b8_own_compression", description=f"B8 - {TITLE}. Target: {TARGET}."
     )
     parser.add_argument(
         "--quick", action="store_true", help="10 tau-bench trajectories, coarser B7 windows"
