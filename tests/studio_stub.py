@@ -62,10 +62,12 @@ def main() -> None:
     import agentscope
     from agentscope.formatter import DashScopeChatFormatter
     from agentscope.message import Msg
+    from harness_common import session_plan
+    from installed_harness import is_background_call, scripted_session
 
     from agentscope_context_ext import enable_context_management
 
-    from agent_harness import is_background_call, make_agent, scripted_session, session_plan
+    from agent_harness import make_agent
 
     url, received = start_stub()
     agentscope.init(project="context-ext-test", name="studio-run", studio_url=url)
