@@ -1,4 +1,11 @@
-"""Shared fixtures: no network for any test, and access to ../shared/data."""
+"""Shared fixtures: no network for any test, and access to ../shared/data; which test files
+each AgentScope major collects.
+
+Every test file runs on both majors but two: the core's tests use the core's own messages and a
+port of the tests' own (``neutral_port.py``), the adapters' tests drive the installed major
+through ``adapter.installed`` (``installed_harness.py``, and ``test_port_contract.py``, the
+contract both adapters meet). A test about one major's own objects inside a shared file is
+marked ``agentscope1`` (or skipped on 1.x)."""
 
 from __future__ import annotations
 
@@ -18,11 +25,12 @@ AGENTSCOPE1_ONLY = frozenset(
         "test_context_memory.py",
     }
 )
-"""Test files that drive AgentScope 1.x objects (``ReActAgent``, ``InMemoryMemory``, 1.x
-formatters and blocks): not collected on 2.x, where test_agentscope2.py covers the adapter."""
+"""Test files about AgentScope 1.x's own objects (``ContextMemory``, the 1.x ``MemoryBase``):
+not collected on 2.x."""
 
 AGENTSCOPE2_ONLY = frozenset({"test_agentscope2.py"})
-"""Test files that drive AgentScope 2.x objects: not collected on 1.x."""
+"""Test files about AgentScope 2.x's own objects (the middleware, its state, events and image
+limit): not collected on 1.x."""
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
