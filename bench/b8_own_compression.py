@@ -405,7 +405,7 @@ async def _latest_single_compaction(script: _Script, mode: str, precision: float
 
 async def _claude_row(name: str, script: _Script, reference: str, mode: str, window: int):
     """B7's fidelity for ``mode`` at ``window``."""
-    from agentscope_context_ext.agentscope2 import DialogStore, to_views
+    from agentscope_context_ext.agentscope2 import open_dialog, to_views
     from agentscope_context_ext.core.summary import mentions, summary_identifiers
     from agentscope_context_ext.core.workspace import ToolResultStore
 
@@ -413,7 +413,8 @@ async def _claude_row(name: str, script: _Script, reference: str, mode: str, win
         run = await _run(script, mode, Path(tmp), window)
         if run.middleware is not None:
             saved = ToolResultStore(run.workspace).read_text
-            compacted = [r.msg for r in DialogStore(run.workspace).iter_records(newest_first=False)]
+            dialog = open_dialog(run.workspace)
+            compacted = [r.msg for r in dialog.iter_records(newest_first=False)]
             views = to_views(compacted, saved)
         else:
             last = [c for c in run.model.calls if c.structured][-1]
