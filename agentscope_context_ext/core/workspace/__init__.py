@@ -11,7 +11,7 @@ from ._files import (
     file_lock,
     is_within,
 )
-from ._open import open_workspace
+from ._open import Placement, open_workspace
 from ._storage import (
     LocalStorage,
     Storage,
@@ -22,6 +22,7 @@ from ._storage import (
     refuse_other_schemes,
     workspace_url_error,
 )
+from ._sub_storage import SubStorage
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,
     MESSAGE_DIRNAME,
@@ -40,8 +41,10 @@ __all__ = [
     "DialogStore",
     "DictCodec",
     "LocalStorage",
+    "Placement",
     "RecordCodec",
     "Storage",
+    "SubStorage",
     "ToolResultStore",
     "atomic_write_bytes",
     "atomic_write_text",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ._dialog_store import DIALOG_DIRNAME
@@ -15,7 +16,7 @@ from ._storage import (
 )
 from ._tool_result_store import TOOL_RESULT_DIRNAME
 
-__all__ = ["open_workspace"]
+__all__ = ["Placement", "open_workspace"]
 
 
 def open_workspace(
@@ -38,3 +39,21 @@ def open_workspace(
         return storage.location, storage
     folder = check_writable(Path(workspace), (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME, *extra_folders))
     return folder, open_storage(folder)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one managed agent's files go, when not where ``ContextConfig.workspace`` says: a
+    served agent's session folder and its agent's long-term memory (design §11.3).
+
+    Attributes:
+        workspace (`Path | str`): The folder of the dialog and the saved tool results (or the
+            store's location, for messages, when it is not a local folder).
+        storage (`Storage`): That folder's storage.
+        long_term (`Path | Storage | None`): Where ``Memory.md`` and the daily notes are;
+            ``None``: in the workspace.
+    """
+
+    workspace: Path | str
+    storage: Storage
+    long_term: Path | Storage | None = None
