@@ -13,7 +13,8 @@ Public API (everything a user needs is importable from here):
 - AgentScope integration (the adapter of the installed version, imported here explicitly):
   :func:`enable_context_management`,
   :class:`ContextManager`; on 1.x :class:`ContextReActAgent`, :class:`ContextMemory`; on 2.x
-  :class:`ContextMiddleware`, :class:`ContextOffloader`; :class:`CompactSummary`
+  :class:`ContextMiddleware`, :class:`ContextOffloader` and, for ``create_app``,
+  :func:`context_middleware_factory`; :class:`CompactSummary`
 - events: :class:`ContextEvent`, :class:`ContextStats`
 - errors: :class:`ContextExtError` and its subclasses (:class:`ConfigError`,
   :class:`WorkspaceError`, :class:`WorkspaceWriteError`, :class:`ContextOverflowError`)
@@ -62,6 +63,7 @@ if agentscope_major() >= 2:
         TokenCounter,
         build_agent,
         consolidate,
+        context_middleware_factory,
         enable_context_management,
         get_token_counter,
         make_dialog_tools,
@@ -92,6 +94,7 @@ _ONLY = {
     "ContextReActAgent": 1,
     "ContextMiddleware": 2,
     "ContextOffloader": 2,
+    "context_middleware_factory": 2,
 }
 """Names of one major version only (the concept does not exist on the other)."""
 
@@ -145,6 +148,7 @@ __all__ = [
     "__version__",
     "build_agent",
     "consolidate",
+    "context_middleware_factory",
     "enable_context_management",
     "get_token_counter",
     "load_config",

@@ -26,10 +26,12 @@ from ._offloader import ContextOffloader
 from ._records import records_to_msgs
 from ._replay import replay_transcript
 from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
+from ._served import CONTEXT_DIRNAME, context_middleware_factory, served_placement
 from ._studio import connect_studio
 from ._tools import as_tool, make_dialog_tools, make_memory_tools, make_read_file_tool
 
 __all__ = [
+    "CONTEXT_DIRNAME",
     "META_KEY",
     "MODEL_APIS",
     "SESSIONS_DIRNAME",
@@ -51,6 +53,7 @@ __all__ = [
     "build_model",
     "connect_studio",
     "consolidate",
+    "context_middleware_factory",
     "enable_context_management",
     "get_token_counter",
     "make_dialog_tools",
@@ -66,6 +69,7 @@ __all__ = [
     "reply",
     "result_record",
     "segments",
+    "served_placement",
     "to_view",
     "to_views",
     "tool_call",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,9 @@ class AgentManager(ContextManager):
         bus (`EventBus`): Where events go (the middleware's, there before the agent runs).
         offloader (`ContextOffloader`): Set as the agent's when it has none.
         compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's.
+        notify (`Callable[[str], Awaitable] | None`): Where notices go (default: printed).
+        long_term_at (`Path | Storage | None`): Where ``Memory.md`` is (default: the
+            workspace).
 
     Attributes:
         agent: The managed agent.
@@ -70,6 +73,8 @@ class AgentManager(ContextManager):
     recovered_step: tuple | None = None
     """The reasoning step whose call was last recovered from a length rejection (2.x retries
     a failed call: a step recovers once)."""
+    turn_ended: bool = False
+    """A per-turn middleware's reply is over (its long-term memory stopped)."""
 
     def __init__(
         self,
@@ -83,6 +88,8 @@ class AgentManager(ContextManager):
         bus: EventBus,
         offloader: ContextOffloader,
         compaction_model: ChatModelBase | None = None,
+        notify: Callable[[str], Awaitable[Any]] | None = None,
+        long_term_at: Path | Storage | None = None,
     ) -> None:
         for attribute in ("state", "model", "toolkit"):
             if getattr(agent, attribute, None) is None:
@@ -119,11 +126,12 @@ class AgentManager(ContextManager):
                 if summary_model is None or summary_model is agent.model
                 else getattr(summary_model, "context_size", None)
             ),
-            notify=self._print_notice,
+            notify=notify or _print_notice,
             long_term=LongTermHooks(
                 runner=lambda role, max_iters: agent_runner(long_term_model, role, max_iters),
                 show=self._show_memory,
             ),
+            long_term_at=long_term_at,
         )
         self.detached = False
         self._tools: list[Any] = []
@@ -304,10 +312,11 @@ class AgentManager(ContextManager):
     def _show_memory(self, block: str | None) -> None:
         self._memory_block = block
 
-    async def _print_notice(self, text: str) -> None:
-        # A status line for the console; 2.x has no print hook, the log carries it.
-        logger.info("%s", text)
-        print(text, flush=True)
+
+async def _print_notice(text: str) -> None:
+    # A status line for the console; the log carries it too.
+    logger.info("%s", text)
+    print(text, flush=True)
 
 
 def _delete(agent: Any, name: str) -> None:

@@ -20,7 +20,10 @@ the middleware to the agent's hook lists, sets the offloader when the agent has 
 What each hook does:
 
 - ``on_reply``: binds the middleware to its agent on first use and adds the tools
-  (``read_file``, ``read_dialog``, ``search_dialog``, the memory tools);
+  (``read_file``, ``read_dialog``, ``search_dialog``, the memory tools); every event of the
+  extension and every notice goes out on the reply's event stream as a 2.x ``CustomEvent``
+  (``context_ext.compaction_finished``, ``context_ext.notice``, ...), where a ``create_app``
+  client reads it (design §11.3);
 - ``on_acting``: stage one on every tool response as it leaves the tool, before 2.x writes it
   into the context (and before 2.x's ``tool_result_limit`` split sees it);
 - ``on_compress_context``: 2.x calls it before every reasoning step; the whole pipeline runs
@@ -39,10 +42,12 @@ into the manager.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
+from agentscope.event import CustomEvent, ReplyEndEvent
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
 
@@ -52,12 +57,14 @@ from ..core.events import ContextEvent, ContextStats, EventBus
 from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ContextManager
 from ..core.provider_errors import length_rejection, with_first_chunk
-from ..core.workspace import ToolResultStore, open_workspace
+from ..core.workspace import Placement, ToolResultStore, open_workspace
 from ._convert import open_dialog, output_text
 from ._manager import AgentManager
 from ._offloader import ContextOffloader
 
 __all__ = ["ContextMiddleware", "enable_context_management"]
+
+logger = logging.getLogger("agentscope_context_ext")
 
 _HOOK_LISTS = (
     "_reply_middlewares",
@@ -79,6 +86,13 @@ class ContextMiddleware(MiddlewareBase):
             YAML/JSON file path; ``None`` uses the defaults.
         compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's
             own (or ``compaction.model`` by name).
+        placement (`Placement | None`): Where the files go instead of ``config.workspace``
+            (what :func:`context_middleware_factory` passes for a served session).
+        print_notices (`bool`): Print each notice (``[context] compacted ...``) on stdout as
+            well as sending it on the event stream; a served agent's go on the stream only.
+        per_turn (`bool`): The middleware lives for one reply (``create_app`` builds a new one
+            each turn): at the reply's end the Summarizer's jobs are awaited and long-term
+            memory is stopped, so nothing is left running for a middleware that is gone.
 
     Attributes:
         offloader (`ContextOffloader`): Pass it as the agent's ``offloader``: what 2.x offloads
@@ -98,11 +112,19 @@ class ContextMiddleware(MiddlewareBase):
         config: ContextConfig | dict[str, Any] | str | Path | None = None,
         *,
         compaction_model: ChatModelBase | None = None,
+        placement: Placement | None = None,
+        print_notices: bool = True,
+        per_turn: bool = False,
     ) -> None:
         self.config = ContextConfig.load(config)
         self.compaction_model = compaction_model
-        extra = (NOTES_DIRNAME,) if self.config.long_term_memory.enabled else ()
-        self.workspace, self.storage = open_workspace(self.config.workspace, extra)
+        if placement is None:
+            extra = (NOTES_DIRNAME,) if self.config.long_term_memory.enabled else ()
+            placement = Placement(*open_workspace(self.config.workspace, extra))
+        self.placement = placement
+        self.workspace, self.storage = placement.workspace, placement.storage
+        self.print_notices = print_notices
+        self.per_turn = per_turn
         self.dialog_store = open_dialog(self.storage)
         self.tool_result_store = ToolResultStore(
             self.storage, ttl_days=self.config.truncation.ttl_days
@@ -115,6 +137,8 @@ class ContextMiddleware(MiddlewareBase):
         self.bus = EventBus()
         self.manager: AgentManager | None = None
         self._running: set[str] = set()
+        self._outbox: list[CustomEvent] = []
+        self.bus.subscribe(self._to_stream)
 
     def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
         """Call ``callback(event)`` (sync or async) for every event of the agent this middleware
@@ -146,8 +170,11 @@ class ContextMiddleware(MiddlewareBase):
                 bus=self.bus,
                 offloader=self.offloader,
                 compaction_model=self.compaction_model,
+                notify=self.notice,
+                long_term_at=self.placement.long_term,
             )
             self.manager.middleware = self
+            self.manager.per_turn = self.per_turn
         elif self.manager.agent is not agent:
             raise ContextExtError(
                 f"this ContextMiddleware already manages agent {self.manager.agent.name!r}; "
@@ -159,14 +186,52 @@ class ContextMiddleware(MiddlewareBase):
         manager = self.bind(agent)
         return None if manager.detached else manager
 
+    async def notice(self, text: str) -> None:
+        """One status line (``[context] compacted 14,281 -> 6,952 tokens ...``): on the event
+        stream, and printed unless ``print_notices`` is off."""
+        self._outbox.append(CustomEvent(name="context_ext.notice", value={"text": text}))
+        logger.info("%s", text)
+        if self.print_notices:
+            print(text, flush=True)
+
+    def _to_stream(self, event: ContextEvent) -> None:
+        self._outbox.append(CustomEvent(name=f"context_ext.{event.type}", value=_plain(event.data)))
+
+    def _sent(self) -> list[CustomEvent]:
+        sent, self._outbox = self._outbox, []
+        return sent
+
     async def on_reply(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
     ) -> AsyncGenerator:
         manager = self._active(agent)
         if manager is not None:
             await manager.attach_tools()
-        async for item in next_handler(**input_kwargs):
-            yield item
+        try:
+            async for item in next_handler(**input_kwargs):
+                # What the extension did since the last event goes out first: a compaction
+                # before the model call that follows it, a cut before the reply's end.
+                if self._outbox and (isinstance(item, ReplyEndEvent) or _is_event(item)):
+                    for event in self._sent():
+                        yield event
+                if isinstance(item, ReplyEndEvent) and manager is not None and self.per_turn:
+                    await self._end_turn(manager)
+                    for event in self._sent():
+                        yield event
+                yield item
+        finally:
+            if manager is not None and self.per_turn:
+                await self._end_turn(manager)
+        for event in self._sent():
+            yield event
+
+    async def _end_turn(self, manager: AgentManager) -> None:
+        """A per-turn middleware's last act: the Summarizer awaited, a due consolidation run,
+        long-term memory stopped."""
+        if manager.turn_ended:
+            return
+        manager.turn_ended = True
+        await manager.end_turn()
 
     async def on_acting(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
@@ -245,6 +310,21 @@ class ContextMiddleware(MiddlewareBase):
         if manager is None:
             return current_prompt
         return manager.system_prompt(current_prompt)
+
+
+def _is_event(item: Any) -> bool:
+    return isinstance(getattr(item, "type", None), str) and hasattr(item, "created_at")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data (an event's numbers, paths and tuples of them)."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
 
 
 def _sent_parts(model_kwargs: dict) -> tuple[str, list[dict]] | None:

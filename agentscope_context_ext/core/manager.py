@@ -98,11 +98,17 @@ class ContextManager(ABC):
         notify (`Callable | None`): Prints a compaction notice.
         long_term (`LongTermHooks | None`): The adapter's part of long-term memory (``None``:
             off, whatever the config says).
+        long_term_at (`Path | Storage | None`): Where ``Memory.md`` and the daily notes are
+            (default: the workspace; a served agent's are its agent's, not its session's).
 
     Attributes:
         pipeline (`ContextPipeline`): The steps run before every model call.
         long_term_service (`LongTermService | None`): Long-term memory, when on.
+        per_turn (`bool`): The agent is built anew every turn (a served agent): long-term
+            memory runs no background scheduler, :meth:`end_turn` does its work instead.
     """
+
+    per_turn: bool = False
 
     def __init__(
         self,
@@ -120,6 +126,7 @@ class ContextManager(ABC):
         summary_window: int | None = None,
         notify: Notify | None = None,
         long_term: LongTermHooks | None = None,
+        long_term_at: Path | Storage | None = None,
     ) -> None:
         self.config = config
         self.port = port
@@ -147,7 +154,7 @@ class ContextManager(ABC):
         if config.long_term_memory.enabled and long_term is not None:
             self.long_term_service = LongTermService(
                 config,
-                workspace if isinstance(workspace, Path) else storage,
+                long_term_at or (workspace if isinstance(workspace, Path) else storage),
                 long_term.runner,
                 counter.count_text,
                 bus.emit,
@@ -199,7 +206,7 @@ class ContextManager(ABC):
             service = self.long_term_service
             if service is not None:
                 try:
-                    service.start()
+                    service.start(background=not self.per_turn)
                     service.refresh()
                 except Exception as exc:  # noqa: BLE001 - e.g. the workspace server is away
                     await self.bus.emit(
@@ -323,6 +330,12 @@ class ContextManager(ABC):
         if self.long_term_service is None:
             return None
         return await self.long_term_service.consolidate()
+
+    async def end_turn(self) -> None:
+        """A served turn is over (``per_turn``): the Summarizer's jobs awaited, a due daily
+        consolidation run, long-term memory stopped."""
+        if self.long_term_service is not None:
+            await self.long_term_service.end_turn()
 
     def close_long_term(self) -> None:
         """Stop long-term memory (the scheduler; ``Memory.md`` taken away from the model)."""

@@ -90,9 +90,10 @@ class LongTermService:
             return ()
         return make_memory_tools(self.memory, self._written, "agent")
 
-    def start(self) -> None:
+    def start(self, *, background: bool = True) -> None:
         """Resume journaled Summarizer jobs and start the daily scheduler. Called on the first
-        hook call: the event loop runs only from then on."""
+        hook call: the event loop runs only from then on. ``background=False`` (a served turn)
+        starts no scheduler: :meth:`end_turn` runs a consolidation that is due."""
         if self._started:
             return
         self._started = True
@@ -100,8 +101,19 @@ class LongTermService:
             resumed = self.summarizer.resume_pending()
             if resumed:
                 logger.info("resuming %d journaled summarizer job(s)", resumed)
-        if self.scheduler is not None:
+        if self.scheduler is not None and background:
             self.scheduler.start()
+
+    async def end_turn(self) -> None:
+        """The end of a served turn, whose agent is built anew next turn: wait for the
+        Summarizer's jobs, run the daily consolidation if its time has passed, then stop (a
+        job that fails stays journaled for the next turn)."""
+        try:
+            await self.drain()
+            if self.scheduler is not None and self._started:
+                await self.scheduler.tick()
+        finally:
+            self.close()
 
     def refresh(self) -> None:
         """Show the current ``Memory.md``, re-rendered only when the file changed, so that the

@@ -1,0 +1,213 @@
+"""Context management for agents served by AgentScope 2.x's own service, ``create_app``.
+
+``create_app(..., extra_agent_middlewares=context_middleware_factory(config))``: the service
+calls the factory every turn, ``(user_id, agent_id, session_id, workspace)``, and builds the
+agent, its model and every middleware anew. Nothing that matters lives in the middleware it
+returns: the context, the summary and each tool result's truncation record are in the agent's
+``AgentState`` (which the service stores after each reply), the files are in the agent's own 2.x
+workspace (design §11.3):
+
+.. code-block:: text
+
+    <workdir>/                         the agent's 2.x workspace (LocalWorkspaceManager:
+                                       <basedir>/<agent_id>)
+      sessions/<session_id>/           2.x's own offloads (context.jsonl, tool_result-*.txt)
+        context_ext/                   this session's dialog/ and tool_result/
+      context_ext/                     the agent's Memory.md and memory/ (memory_scope="agent")
+        users/<user_id>/               ... or one user's (memory_scope="user")
+
+With ``workspace: redis://...`` in the config the same layout is kept in that Redis store,
+under ``agents/<agent_id>/``, for workers on several machines. A turn served by another worker,
+or after a restart, continues where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from agentscope.middleware import MiddlewareBase
+from agentscope.model import ChatModelBase
+from agentscope.tool import LocalBackend
+
+from ..core.config import ContextConfig
+from ..core.errors import ConfigError, ContextExtError
+from ..core.longterm import NOTES_DIRNAME
+from ..core.workspace import (
+    DIALOG_DIRNAME,
+    TOOL_RESULT_DIRNAME,
+    LocalStorage,
+    Placement,
+    Storage,
+    SubStorage,
+    check_storage_writable,
+    check_writable,
+    open_storage,
+)
+from ._middleware import ContextMiddleware
+
+__all__ = ["CONTEXT_DIRNAME", "MiddlewareFactory", "context_middleware_factory", "served_placement"]
+
+CONTEXT_DIRNAME = "context_ext"
+"""This package's folder in a session's folder and in the agent's workspace."""
+
+SESSIONS_DIRNAME = "sessions"
+"""2.x's folder of per-session files in a workspace (``WorkspaceBase._sessions_dir``)."""
+
+MemoryScope = Literal["agent", "user"]
+
+MiddlewareFactory = Callable[[str, str, str, Any], Awaitable[list[MiddlewareBase]]]
+"""What ``create_app(extra_agent_middlewares=...)`` takes: ``(user_id, agent_id, session_id,
+workspace) -> [middleware]``."""
+
+_ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+def context_middleware_factory(
+    config: ContextConfig | dict[str, Any] | str | Path | None = None,
+    *,
+    memory_scope: MemoryScope = "agent",
+    compaction_model: ChatModelBase | None = None,
+) -> MiddlewareFactory:
+    """The ``extra_agent_middlewares`` factory of ``create_app``: context management for every
+    agent the service runs.
+
+    .. code-block:: python
+
+        from agentscope.app import create_app
+        from agentscope_context_ext import context_middleware_factory
+
+        app = create_app(storage, message_bus, workspace_manager,
+                         extra_agent_middlewares=context_middleware_factory("context.yaml"))
+
+    Args:
+        config (`ContextConfig | dict | str | Path | None`): A config, a dict of keys, or a
+            YAML/JSON file path; ``None`` uses the defaults. ``workspace`` left at its default
+            keeps the files in each agent's own 2.x workspace; a ``redis://`` URL (or a folder)
+            keeps them in that store instead, in the same layout.
+        memory_scope (`"agent" | "user"`): Whose ``Memory.md`` a session reads and writes:
+            the agent's (every user of the agent shares it) or the user's with this agent.
+        compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's.
+
+    Raises:
+        `ConfigError`: The configuration is invalid, now rather than at the first turn.
+        `WorkspaceError`: The store ``workspace`` names cannot be written.
+    """
+    settings = ContextConfig.load(config)
+    if memory_scope not in ("agent", "user"):
+        raise ConfigError(f"memory_scope must be 'agent' or 'user', not {memory_scope!r}")
+    store: Storage | None = None
+    if "workspace" in settings.model_fields_set:
+        store = open_storage(settings.workspace)
+        check_storage_writable(store)
+    checked: set[Path] = set()
+
+    async def factory(
+        user_id: str, agent_id: str, session_id: str, workspace: Any = None
+    ) -> list[MiddlewareBase]:
+        placement = served_placement(
+            settings,
+            user_id,
+            agent_id,
+            session_id,
+            workspace,
+            store=store,
+            memory_scope=memory_scope,
+            checked=checked,
+        )
+        return [
+            ContextMiddleware(
+                settings,
+                compaction_model=compaction_model,
+                placement=placement,
+                print_notices=False,
+                per_turn=True,
+            )
+        ]
+
+    return factory
+
+
+def served_placement(
+    config: ContextConfig,
+    user_id: str,
+    agent_id: str,
+    session_id: str,
+    workspace: Any,
+    *,
+    store: Storage | None = None,
+    memory_scope: MemoryScope = "agent",
+    checked: set[Path] | None = None,
+) -> Placement:
+    """Where one served session's files go (the layout at the top of this module).
+
+    Args:
+        config (`ContextConfig`): The configuration (long-term memory on or off).
+        user_id, agent_id, session_id (`str`): As ``create_app`` names them.
+        workspace (`WorkspaceBase | None`): The agent's 2.x workspace for this turn.
+        store (`Storage | None`): A store of our own (``workspace:`` in the config); ``None``:
+            the agent's 2.x workspace.
+        memory_scope (`"agent" | "user"`): Whose ``Memory.md``.
+        checked (`set[Path] | None`): Folders already proven writable (skipped).
+
+    Raises:
+        `ContextExtError`: The 2.x workspace's files are not on this machine (a sandbox): use a
+            store of our own.
+        `WorkspaceError`: A folder cannot be written.
+    """
+    session_key = f"{SESSIONS_DIRNAME}/{_safe_id(session_id)}/{CONTEXT_DIRNAME}"
+    memory_key = CONTEXT_DIRNAME
+    if memory_scope == "user":
+        memory_key = f"{CONTEXT_DIRNAME}/users/{_safe_id(user_id)}"
+    if store is not None:
+        agent_root = f"agents/{_safe_id(agent_id)}"
+        session = SubStorage(store, f"{agent_root}/{session_key}")
+        long_term = SubStorage(store, f"{agent_root}/{memory_key}")
+        return Placement(session.location, session, long_term)
+    root = _local_workdir(workspace)
+    session_dir = root / session_key
+    memory_dir = root / memory_key
+    if checked is None or session_dir not in checked:
+        check_writable(session_dir, (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME))
+        if checked is not None:
+            checked.add(session_dir)
+    if config.long_term_memory.enabled and (checked is None or memory_dir not in checked):
+        check_writable(memory_dir, (NOTES_DIRNAME,))
+        if checked is not None:
+            checked.add(memory_dir)
+    return Placement(session_dir, LocalStorage(session_dir), memory_dir)
+
+
+def _local_workdir(workspace: Any) -> Path:
+    """The folder of a 2.x workspace whose files are on this machine."""
+    workdir = getattr(workspace, "workdir", None)
+    if workdir is None:
+        raise ContextExtError(
+            "context_middleware_factory: create_app gave no workspace to put the context's "
+            "files in; set workspace: (a folder or redis://...) in the context config"
+        )
+    backend = None
+    get_backend = getattr(workspace, "get_backend", None)
+    if get_backend is not None:
+        try:
+            backend = get_backend()
+        except RuntimeError:  # not initialized: its files are not reachable either
+            backend = None
+    if not isinstance(backend, LocalBackend):
+        raise ContextExtError(
+            f"context_middleware_factory: the agent's workspace {type(workspace).__name__} "
+            f"keeps its files in {workdir} on another machine (a sandbox); keep the context's "
+            "files in a store of your own: workspace: redis://host:port/db in the context config"
+        )
+    return Path(workdir)
+
+
+def _safe_id(value: str) -> str:
+    """``value`` as one path segment: itself when it is one, else a digest of it."""
+    text = str(value)
+    if _ID_RE.match(text) and text not in (".", ".."):
+        return text
+    return "id-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
