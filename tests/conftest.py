@@ -28,9 +28,16 @@ AGENTSCOPE1_ONLY = frozenset(
 """Test files about AgentScope 1.x's own objects (``ContextMemory``, the 1.x ``MemoryBase``):
 not collected on 2.x."""
 
-AGENTSCOPE2_ONLY = frozenset({"test_agentscope2.py"})
+AGENTSCOPE2_ONLY = frozenset(
+    {
+        "test_agentscope2.py",
+        "test_served.py",
+        "test_served_app.py",
+        "test_served_harness.py",
+    }
+)
 """Test files about AgentScope 2.x's own objects (the middleware, its state, events and image
-limit): not collected on 1.x."""
+limit; ``create_app``, the service 1.x does not have): not collected on 1.x."""
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

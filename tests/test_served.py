@@ -1,0 +1,232 @@
+"""The served agent in process: what ``create_app`` does each turn (a new agent, model and
+middleware; the state loaded from what the service stored after the last reply; the agent's own
+2.x ``LocalWorkspace`` as its offloader), with :func:`context_middleware_factory`.
+
+The same over real HTTP, ``create_app`` under uvicorn, is ``test_served_app.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agentscope.agent import Agent, ReActConfig
+from agentscope.event import CustomEvent
+from agentscope.message import ToolResultBlock, UserMsg
+from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.state import AgentState
+from agentscope.tool import FunctionTool, Toolkit
+from agentscope.workspace import LocalWorkspace
+
+from agentscope_context_ext import (
+    ConfigError,
+    ContextExtError,
+    context_middleware_factory,
+)
+from agentscope_context_ext.core.truncation import split_notice
+from agentscope_context_ext.core.workspace import SubStorage
+from agentscope_context_ext.replay import prompt_pair_violations
+from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
+
+ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test tool")
+WINDOW = 16384
+
+
+def big_output(tag: str) -> str:
+    """A ~160 KB output.
+
+    Args:
+        tag (str): What each line starts with.
+    """
+    return "\n".join(f"{tag} {i:05d} " + "y" * 80 for i in range(1800))
+
+
+class Service:
+    """What ``ChatService._run_impl`` does per turn, in process: the state goes through JSON
+    between turns as the app's storage keeps it, and everything else is built anew."""
+
+    def __init__(self, workdir: Path, factory, model: ScriptedChatModel) -> None:
+        self.workdir = workdir
+        self.factory = factory
+        self.model = model
+        self.states: dict[str, str] = {}
+        self.workspace: LocalWorkspace | None = None
+
+    async def turn(self, user: str, agent_id: str, session: str, text: str) -> list:
+        if self.workspace is None:
+            self.workspace = LocalWorkspace(workdir=str(self.workdir))
+            await self.workspace.initialize()
+        saved = self.states.get(session)
+        state = AgentState.model_validate_json(saved) if saved else AgentState()
+        state.session_id = session
+        agent = Agent(
+            name="worker",
+            system_prompt="You work with tools.",
+            model=self.model,
+            toolkit=Toolkit(tools=[FunctionTool(big_output, permission=ALLOW)]),
+            middlewares=await self.factory(user, agent_id, session, self.workspace),
+            react_config=ReActConfig(max_iters=20),
+            state=state,
+            offloader=self.workspace,
+        )
+        events = [event async for event in agent.reply_stream(UserMsg("user", text))]
+        self.states[session] = agent.state.model_dump_json()
+        return events
+
+
+def asked(call: ModelCall) -> str:
+    """The tag of the last "read <tag>" the user sent."""
+    return call.text.rsplit("read ", 1)[-1].split()[0]
+
+
+def custom(events: list, name: str) -> list[dict]:
+    return [e.value for e in events if isinstance(e, CustomEvent) and e.name == name]
+
+
+def config(**extra) -> dict:
+    data = {"max_input_tokens": WINDOW, "long_term_memory": {"enabled": False}}
+    data.update(extra)
+    return data
+
+
+async def test_turns_rebuilt_each_time_compact_and_keep_everything_in_the_workspace(
+    tmp_path, capsys
+):
+    outputs = [f"t{i}" for i in range(6)]
+
+    def script(call: ModelCall):
+        if not call.tools:  # the summary call
+            return "Six turns, each read one big output."
+        last = call.msgs[-1]
+        if any(isinstance(b, ToolResultBlock) for b in last.content):
+            return "read it"
+        return reply(None, tool_call("big_output", tag=asked(call)))
+
+    model = ScriptedChatModel(script)
+    service = Service(tmp_path / "agent-1", context_middleware_factory(config()), model)
+    notices: list[str] = []
+    compactions = 0
+    for tag in outputs:
+        events = await service.turn("alice", "agent-1", "s1", f"read {tag}")
+        notices += [value["text"] for value in custom(events, "context_ext.notice")]
+        compactions += len(custom(events, "context_ext.compaction_finished"))
+
+    # compactions happened across turns, and the stream said so; stdout stayed quiet
+    assert compactions >= 1
+    assert any("compacted" in text for text in notices)
+    assert "[context]" not in capsys.readouterr().out
+    # no prompt over the window, no orphan tool result
+    for call in model.calls:
+        assert model.counter.count_formatted(call.messages, call.tools) <= WINDOW
+        ids = {str(c.get("id")) for m in call.messages for c in m.get("tool_calls") or []}
+        assert prompt_pair_violations(call.messages, ids) == 0
+    # the summary survived each rebuild: it counts every compaction of every turn, and the
+    # model was shown it
+    state = AgentState.model_validate_json(service.states["s1"])
+    assert f"compacted ({compactions} time(s)" in str(state.summary)
+    assert "<context-summary>" in model.calls[-1].text
+    # every output is in the session's folder of the agent's workspace, whole
+    folder = tmp_path / "agent-1" / "sessions" / "s1" / "context_ext"
+    saved = {p.read_text(encoding="utf-8") for p in (folder / "tool_result").glob("*.txt")}
+    assert {big_output(tag) for tag in outputs} <= saved
+    assert list((folder / "dialog").glob("*.jsonl"))
+    # what the model saw of each output names a file the agent's read_file reads
+    for call in model.calls:
+        for message in call.messages:
+            if message.get("role") == "tool":
+                notice = split_notice(str(message.get("content")))
+                if notice is not None:
+                    assert (folder / notice[1].file_path).is_file()
+
+
+async def test_two_sessions_and_two_agents_do_not_see_each_other(tmp_path):
+    def script(call: ModelCall):
+        if not call.tools:
+            return "summary"
+        if any(isinstance(b, ToolResultBlock) for b in call.msgs[-1].content):
+            return "ok"
+        return reply(None, tool_call("big_output", tag=asked(call)))
+
+    model = ScriptedChatModel(script)
+    factory = context_middleware_factory(config())
+    one = Service(tmp_path / "agent-1", factory, model)
+    two = Service(tmp_path / "agent-2", factory, model)
+    await one.turn("alice", "agent-1", "s1", "read alpha")
+    await one.turn("alice", "agent-1", "s2", "read beta")
+    await two.turn("alice", "agent-2", "s3", "read gamma")
+
+    def saved(agent: str, session: str) -> set[str]:
+        folder = tmp_path / agent / "sessions" / session / "context_ext" / "tool_result"
+        return {p.read_text(encoding="utf-8") for p in folder.glob("*.txt")}
+
+    assert saved("agent-1", "s1") == {big_output("alpha")}
+    assert saved("agent-1", "s2") == {big_output("beta")}
+    assert saved("agent-2", "s3") == {big_output("gamma")}
+
+
+async def test_a_store_of_our_own_keeps_the_same_layout(tmp_path):
+    store = tmp_path / "shared"
+    factory = context_middleware_factory(config(workspace=str(store)))
+    model = ScriptedChatModel(
+        lambda call: (
+            "ok"
+            if any(isinstance(b, ToolResultBlock) for b in call.msgs[-1].content)
+            else reply(None, tool_call("big_output", tag="zeta"))
+        )
+    )
+    service = Service(tmp_path / "agent-1", factory, model)
+    await service.turn("alice", "agent-1", "s1", "read zeta")
+    folder = store / "agents" / "agent-1" / "sessions" / "s1" / "context_ext" / "tool_result"
+    assert {p.read_text(encoding="utf-8") for p in folder.glob("*.txt")} == {big_output("zeta")}
+    assert not (tmp_path / "agent-1" / "sessions" / "s1" / "context_ext").exists()
+
+
+def test_sub_storage_keeps_keys_under_its_folder(tmp_path):
+    from agentscope_context_ext.core.workspace import LocalStorage
+
+    base = LocalStorage(tmp_path)
+    sub = SubStorage(base, "agents/a/sessions/s")
+    sub.write("tool_result/x.txt", b"data")
+    assert (tmp_path / "agents/a/sessions/s/tool_result/x.txt").read_bytes() == b"data"
+    assert sub.names("tool_result") == ["x.txt"]
+    assert sub.append_lines("dialog/d.jsonl", [b"1", b"2"]) == 0
+    assert [n for n, _ in sub.lines("dialog/d.jsonl")] == [1, 2]
+    with pytest.raises(ValueError):
+        sub.read("../escape")
+    with pytest.raises(ValueError):
+        SubStorage(base, "../up")
+
+
+async def test_bad_settings_are_clear_errors_at_once(tmp_path):
+    with pytest.raises(ConfigError):
+        context_middleware_factory({"max_input_tokens": -5})
+    with pytest.raises(ConfigError):
+        context_middleware_factory(config(), memory_scope="team")  # type: ignore[arg-type]
+    factory = context_middleware_factory(config())
+    with pytest.raises(ContextExtError, match="workspace"):
+        await factory("alice", "agent-1", "s1", None)
+
+
+@pytest.mark.parametrize("scope", ["agent", "user"])
+async def test_memory_md_is_the_agents_or_the_users_across_sessions(tmp_path, scope):
+    def script(call: ModelCall):
+        if any(isinstance(b, ToolResultBlock) for b in call.msgs[-1].content):
+            return "noted"
+        if "please remember" in call.text:
+            return reply(None, tool_call("memory_append", text="The user prefers tabs."))
+        return "hello"
+
+    memory = {"enabled": True, "consolidation_time": "off", "summarize_on_compaction": False}
+    model = ScriptedChatModel(script)
+    factory = context_middleware_factory(config(long_term_memory=memory), memory_scope=scope)
+    service = Service(tmp_path / "agent-1", factory, model)
+    await service.turn("alice", "agent-1", "s1", "please remember this")
+    await service.turn("alice", "agent-1", "s2", "hi")
+    assert "The user prefers tabs." in str(model.calls[-1].messages[0]["content"])
+    await service.turn("bob", "agent-1", "s3", "hi")
+    shown_to_bob = "The user prefers tabs." in str(model.calls[-1].messages[0]["content"])
+    assert shown_to_bob is (scope == "agent")
+    where = tmp_path / "agent-1" / "context_ext"
+    if scope == "user":
+        where = where / "users" / "alice"
+    assert "The user prefers tabs." in (where / "Memory.md").read_text(encoding="utf-8")
+    assert not list((tmp_path / "agent-1" / "sessions").glob("*/context_ext/Memory.md"))
