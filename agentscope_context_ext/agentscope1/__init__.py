@@ -25,6 +25,7 @@ from ._messages import META_KEY, has_tool_results, result_state
 from ._model import model_call, named_model
 from ._replay import record_to_msg, records_to_msgs, replay_transcript
 from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
+from ._serve import serve_agent_file
 from ._session import AtomicJSONSession
 from ._studio import connect_studio
 from ._tokens import TokenCounter, get_token_counter
@@ -72,6 +73,7 @@ __all__ = [
     "replay_transcript",
     "reply",
     "result_state",
+    "serve_agent_file",
     "to_view",
     "to_views",
     "tool_call",

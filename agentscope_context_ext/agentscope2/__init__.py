@@ -9,7 +9,7 @@ core's tools become ``FunctionTool``\\ s; the Summarizer and consolidation agent
 Both adapters offer the same facade to the layers above them (the commands, the demo, replay,
 agent files, the tests): :class:`ManagedAgent`, the scripted model, ``replay_transcript`` and
 ``records_to_msgs``, ``build_agent``/``build_model``/``MODEL_APIS``, ``connect_studio``,
-``consolidate``, the tools, the dialog codec.
+``consolidate``, the tools, the dialog codec, ``serve_agent_file``.
 """
 
 from ..core.manager import ContextManager
@@ -26,6 +26,7 @@ from ._offloader import ContextOffloader
 from ._records import records_to_msgs
 from ._replay import replay_transcript
 from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
+from ._serve import serve_agent_file
 from ._served import CONTEXT_DIRNAME, context_middleware_factory, served_placement
 from ._studio import connect_studio
 from ._tools import as_tool, make_dialog_tools, make_memory_tools, make_read_file_tool
@@ -69,6 +70,7 @@ __all__ = [
     "reply",
     "result_record",
     "segments",
+    "serve_agent_file",
     "served_placement",
     "to_view",
     "to_views",

@@ -99,6 +99,46 @@ _CLASSES = {
 }
 
 
+_SERVED_CLASSES = {
+    "dashscope": ("dashscope_credential", "dashscope_chat"),
+    "openai": ("openai_credential", "openai_chat"),
+    "openai-compatible": ("openai_credential", "openai_chat"),
+    "anthropic": ("anthropic_credential", "anthropic_chat"),
+    "ollama": ("ollama_credential", "ollama_chat"),
+}
+
+
+def model_credential(settings: ModelSettings) -> tuple[dict[str, Any], str]:
+    """The agent file's model as ``create_app`` keeps it: the credential's data (its ``type``,
+    key and server) and the ``model_class`` a session names.
+
+    Raises:
+        `ConfigError`: A key the provider needs is not set, ``openai-compatible`` has no
+            ``base_url``, or the file asks for ``compat`` behaviour (the service builds the
+            provider's own model class from the credential, which has none).
+    """
+    provider = settings.provider
+    if provider == "openai-compatible" and not settings.base_url:
+        raise ConfigError("model.base_url: an openai-compatible model needs the server's URL")
+    if settings.compat is not None and (
+        settings.compat.string_content or settings.compat.tool_choice_auto
+    ):
+        raise ConfigError(
+            "model.compat: the service builds AgentScope's own model class from the credential, "
+            "without compat settings; serve this agent from a server that needs none"
+        )
+    credential_type, model_class = _SERVED_CLASSES[provider]
+    data: dict[str, Any] = {"type": credential_type}
+    if provider == "ollama":
+        if settings.base_url:
+            data["host"] = settings.base_url
+    else:
+        data["api_key"] = settings.api_key() or LOCAL_KEY
+        if settings.base_url:
+            data["base_url"] = settings.base_url
+    return data, model_class
+
+
 def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
     """The 2.x chat model for ``settings`` and its formatter (``model.formatter``; 2.x models
     format for themselves).

@@ -148,6 +148,31 @@ def _parser() -> argparse.ArgumentParser:
         help="session id: the conversation to continue (default: chat)",
     )
 
+    serve = commands.add_parser(
+        "serve",
+        help="serve an agent file's agent with AgentScope 2.x's own service (create_app)",
+        description="Start AgentScope 2.x's service (create_app, under uvicorn) with context "
+        "management on for every agent it runs: the agent file's model is registered as a "
+        "credential and its agent for --user, its tools are given to the agent, its context: "
+        "settings apply. Prints the URL and curl lines. SQLite storage by default (one "
+        "process); redis://host:port/db for several workers.",
+    )
+    serve.add_argument("--agent", type=Path, required=True, help="the agent file (YAML)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    serve.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
+    serve.add_argument(
+        "--storage",
+        default="sqlite:///agentscope-context-serve/app.db",
+        help="the service's records: sqlite:///FILE or redis://host:port/db",
+    )
+    serve.add_argument(
+        "--workspaces",
+        type=Path,
+        default=Path("agentscope-context-serve/workspaces"),
+        help="folder of the agents' workspaces (one per agent)",
+    )
+    serve.add_argument("--user", default="local", help="the user (X-User-ID) the agent is for")
+
     consolidate = commands.add_parser(
         "consolidate",
         help="merge the daily notes into Memory.md (for cron)",
@@ -187,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_inspect(args)
         if args.command == "chat":
             return _cmd_chat(args)
+        if args.command == "serve":
+            return _cmd_serve(args)
     except (BadInput, ConfigError, WorkspaceError, TranscriptError, StudioError) as exc:
         reason = " ".join(str(exc).split())
         print(f"agentscope-context {args.command}: {reason}", file=sys.stderr)
@@ -335,6 +362,32 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
     storage = _open_workspace(args.workspace)
     inspect_workspace(storage, _config(args.config).truncation.ttl_days, sys.stdout)
+    return EXIT_OK
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ..core.agent_file import ServeSettings
+
+    if not args.agent.is_file():
+        raise BadInput(f"--agent {args.agent}: no such file")
+    if not 0 <= args.port <= 65535:
+        raise BadInput(f"--port {args.port}: not a port (0-65535)")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}", args.user):
+        raise BadInput(f"--user {args.user!r}: use letters, digits, '.', '_', '@' or '-'")
+    settings = ServeSettings(
+        agent=args.agent,
+        host=args.host,
+        port=args.port,
+        storage=args.storage,
+        workspaces=args.workspaces,
+        user=args.user,
+    )
+    try:
+        asyncio.run(installed.serve_agent_file(settings, lambda line: print(line, flush=True)))
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
     return EXIT_OK
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -247,3 +248,17 @@ def import_tool(dotted: str) -> Any:
     if not callable(function):
         raise ConfigError(f"tools.functions: {dotted} is not a function")
     return function
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What ``agentscope-context serve`` was asked for: the agent file, where to listen, where
+    the service keeps its records and its agents' workspaces, and the user it registers the
+    agent for."""
+
+    agent: Path
+    host: str = "127.0.0.1"
+    port: int = 8000
+    storage: str = "sqlite:///agentscope-context-serve/app.db"
+    workspaces: Path = Path("agentscope-context-serve/workspaces")
+    user: str = "local"

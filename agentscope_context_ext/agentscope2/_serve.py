@@ -1,0 +1,288 @@
+"""An agent file's agent served by AgentScope 2.x's own service, with context management on
+(``agentscope-context serve``, design §11.3).
+
+:func:`build_app` is ``create_app`` with :func:`context_middleware_factory` for the agent file's
+context settings, the agent file's tools for every agent, SQLite (one process) or Redis storage
+(several workers, with ``RedisMessageBus``) and a ``LocalWorkspaceManager``. :func:`serve` runs it
+under uvicorn and registers the agent file's model as a credential and its agent, for one user,
+through the service's own HTTP API (so what it makes is what a client would have made).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..core.agent_file import (
+    AgentFile,
+    ServeSettings,
+    explorer_context,
+    import_tool,
+    load_agent_file,
+)
+from ..core.errors import ConfigError
+from ..core.tools import make_explorer_functions
+from ._agent_file import model_credential
+from ._served import context_middleware_factory
+from ._tools import as_tool
+
+__all__ = ["StorageUrl", "build_app", "parse_storage_url", "serve_agent_file"]
+
+STARTUP_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class StorageUrl:
+    """Where the service keeps its records: ``sqlite:///app.db`` or ``redis://host:port/db``."""
+
+    kind: str
+    """``sqlite`` or ``redis``."""
+    path: Path | None = None
+    """The SQLite file."""
+    host: str = "127.0.0.1"
+    port: int = 6379
+    db: int = 0
+    password: str | None = None
+
+
+def parse_storage_url(url: str) -> StorageUrl:
+    """``sqlite:///path/app.db`` (relative: ``sqlite:///app.db``) or
+    ``redis://[:password@]host:port/db``.
+
+    Raises:
+        `ConfigError`: Any other form, naming the two that work.
+    """
+    forms = "sqlite:///path/app.db or redis://host:port/db"
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :]
+        if not path:
+            raise ConfigError(f"--storage {url}: no database file ({forms})")
+        return StorageUrl("sqlite", path=Path(path).expanduser())
+    if url.startswith("redis://"):
+        parts = urlsplit(url)
+        try:
+            port = parts.port or 6379
+            db = int(parts.path.lstrip("/") or 0)
+        except ValueError:
+            raise ConfigError(f"--storage {url}: not a Redis URL ({forms})") from None
+        if not parts.hostname:
+            raise ConfigError(f"--storage {url}: no host ({forms})")
+        return StorageUrl("redis", host=parts.hostname, port=port, db=db, password=parts.password)
+    raise ConfigError(f"--storage {url}: not a storage URL ({forms})")
+
+
+def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
+    """``create_app`` for the agent file: context management for every agent it runs (the
+    file's ``context`` settings), the file's tools, the storage and a local workspace per
+    agent under ``workspaces``. Background workers that need the outside world (channels,
+    schedules, the knowledge index) are off.
+
+    Raises:
+        `ConfigError`: The agent file's tools cannot be built.
+    """
+    from agentscope.app import create_app
+    from agentscope.app.message_bus import InMemoryMessageBus, RedisMessageBus
+    from agentscope.app.storage import AsyncSQLAlchemyStorage, RedisStorage
+    from agentscope.app.workspace_manager import LocalWorkspaceManager
+
+    context = spec.context
+    functions: list[Callable[..., Any]] = []
+    if spec.tools.explorer is not None:
+        roots, context = explorer_context(spec)
+        functions += make_explorer_functions(roots[0])
+    writers = [import_tool(dotted) for dotted in spec.tools.functions]
+
+    async def tools(user_id: str, agent_id: str, session_id: str) -> list[Any]:
+        return [as_tool(f) for f in functions] + [as_tool(f, read_only=False) for f in writers]
+
+    if storage.kind == "sqlite":
+        assert storage.path is not None
+        storage.path.parent.mkdir(parents=True, exist_ok=True)
+        records: Any = AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{storage.path.resolve()}")
+        bus: Any = InMemoryMessageBus()
+    else:
+        where = {
+            "host": storage.host,
+            "port": storage.port,
+            "db": storage.db,
+            "password": storage.password,
+        }
+        records = RedisStorage(**where)
+        bus = RedisMessageBus(**where)
+    workspaces.mkdir(parents=True, exist_ok=True)
+    return create_app(
+        storage=records,
+        message_bus=bus,
+        workspace_manager=LocalWorkspaceManager(str(workspaces.resolve())),
+        extra_agent_middlewares=context_middleware_factory(context),
+        extra_agent_tools=tools,
+        enable_channel_worker=False,
+        enable_scheduler=False,
+        enable_index_worker=False,
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (0: a free port).
+
+    Raises:
+        `ConfigError`: The port is taken or the host is not this machine's.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"--port {port}: cannot listen on {host}:{port} ({exc.strerror})"
+        ) from None
+    return sock
+
+
+async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] = print) -> None:
+    """Serve the agent file's agent until interrupted: ``create_app`` under uvicorn on
+    ``settings.host:settings.port``, the file's model registered as a credential and its agent
+    for ``settings.user`` (reused when they exist), the URL and curl lines printed.
+
+    Raises:
+        `ConfigError`: A bad agent file, storage URL or busy port (one line each).
+    """
+    try:
+        import agentscope.app  # noqa: F401 - what create_app needs, checked before anything else
+        import aiosqlite  # noqa: F401
+        import httpx
+        import uvicorn
+    except ImportError as exc:
+        raise ConfigError(
+            f"serve needs AgentScope's service ({exc.name} is missing): "
+            "pip install 'agentscope-context-ext[serve]'"
+        ) from None
+    spec = load_agent_file(settings.agent)
+    storage = parse_storage_url(settings.storage)
+    credential, model_class = model_credential(spec.model)
+    app = build_app(spec, storage, settings.workspaces)
+    sock = bind(settings.host, settings.port)
+    host, port = sock.getsockname()[:2]
+    shown_host = f"[{host}]" if ":" in host else host
+    url = f"http://{shown_host}:{port}"
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    try:
+        await _started(server, task)
+        async with httpx.AsyncClient(
+            base_url=url, headers={"X-User-ID": settings.user}, timeout=30.0
+        ) as client:
+            credential_id = await _credential(client, spec.name, credential)
+            agent_id = await _agent(client, spec)
+        for line in _usage(
+            url, settings.user, agent_id, (credential["type"], credential_id, model_class), spec
+        ):
+            say(line)
+        await task
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(task), 10)
+        sock.close()
+
+
+async def _started(server: Any, task: asyncio.Future) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STARTUP_SECONDS
+    while not server.started:
+        if task.done():
+            error = task.exception()
+            raise ConfigError(f"the service did not start: {error or 'it stopped'}")
+        if loop.time() > deadline:
+            raise ConfigError("the service did not start within a minute")
+        await asyncio.sleep(0.05)  # uvicorn offers no start callback; bounded by the deadline
+
+
+async def _credential(client: Any, name: str, data: dict[str, Any]) -> str:
+    """The id of the credential named ``<agent>-model`` with ``data`` (updated, or created)."""
+    title = f"{name}-model"
+    listed = await _json(client, "GET", "/credential/")
+    for record in listed.get("credentials", []):
+        if (record.get("data") or {}).get("name") == title:
+            await _json(
+                client,
+                "PATCH",
+                f"/credential/{record['id']}",
+                json={"data": {**data, "name": title}},
+            )
+            return record["id"]
+    created = await _json(client, "POST", "/credential/", json={"data": {**data, "name": title}})
+    return created["credential_id"]
+
+
+async def _agent(client: Any, spec: AgentFile) -> str:
+    """The id of the agent named like the agent file's (its system prompt brought up to date)."""
+    body = {
+        "name": spec.name,
+        "system_prompt": spec.system_prompt,
+        "chat_config": {"react_config": {"max_iters": spec.max_iters}},
+    }
+    listed = await _json(client, "GET", "/agent/")
+    for record in listed.get("agents", []):
+        if (record.get("data") or {}).get("name") == spec.name:
+            await _json(client, "PATCH", f"/agent/{record['id']}", json=body)
+            return record["id"]
+    return (await _json(client, "POST", "/agent/", json=body))["agent_id"]
+
+
+async def _json(client: Any, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    response = await client.request(method, path, **kwargs)
+    if response.status_code >= 400:
+        raise ConfigError(
+            f"the service refused {method} {path}: {response.status_code} {response.text[:300]}"
+        )
+    return response.json() if response.content else {}
+
+
+def _usage(
+    url: str,
+    user: str,
+    agent_id: str,
+    model: tuple[str, str, str],
+    spec: AgentFile,
+) -> list[str]:
+    credential_type, credential_id, model_class = model
+    session = {
+        "agent_id": agent_id,
+        "name": "first session",
+        "chat_model_config": {
+            "type": credential_type,
+            "credential_id": credential_id,
+            "model": spec.model.model,
+            "model_class": model_class,
+            "parameters": {},
+        },
+    }
+    header = f"-H 'X-User-ID: {user}' -H 'Content-Type: application/json'"
+    chat = {
+        "agent_id": agent_id,
+        "session_id": "SESSION_ID",
+        "input": {"role": "user", "name": "user", "content": [{"type": "text", "text": "Hello"}]},
+    }
+    return [
+        f"serving {spec.name!r} with context management at {url} (user {user}, agent {agent_id})",
+        "a session:   curl -s -X POST " + f"{url}/sessions/ {header} -d '{json.dumps(session)}'",
+        "its events:  curl -sN "
+        + f"'{url}/sessions/SESSION_ID/stream?agent_id={agent_id}' -H 'X-User-ID: {user}'",
+        "a message:   curl -s -X POST " + f"{url}/chat/ {header} -d '{json.dumps(chat)}'",
+        "stop with Ctrl-C",
+    ]

@@ -1,0 +1,225 @@
+"""``agentscope-context serve``: started as a subprocess on loopback, driven over HTTP with the
+lines it prints; its bad input is one line and exit code 2.
+
+The agent file's model is an OpenAI-protocol loopback server with scripted answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from llm_servers import ModelServer, Reply
+
+from agentscope_context_ext import agentscope_major
+
+
+def _service_missing() -> str | None:
+    if agentscope_major() < 2:
+        return "serve runs AgentScope 2.x's create_app"
+    try:
+        import agentscope.app  # noqa: F401
+        import aiosqlite  # noqa: F401
+    except ImportError as exc:
+        return f"AgentScope's service is not installed ({exc.name}): pip install -e '.[serve]'"
+    return None
+
+
+needs_service = pytest.mark.skipif(_service_missing() is not None, reason=str(_service_missing()))
+
+START_SECONDS = 90
+COMMAND = str(Path(sys.executable).with_name("agentscope-context"))
+
+
+def agent_file(folder: Path, model_url: str, **context) -> Path:
+    path = folder / "agent.yaml"
+    path.write_text(
+        "name: reader\n"
+        "system_prompt: You read files.\n"
+        "model:\n"
+        "  provider: openai-compatible\n"
+        "  model: scripted\n"
+        f"  base_url: {model_url}\n"
+        "  stream: false\n"
+        "context:\n"
+        f"  max_input_tokens: {context.get('max_input_tokens', 16384)}\n"
+        "  long_term_memory: {enabled: false}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [COMMAND, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+class Served:
+    """``serve`` in a subprocess; the lines it printed until it said where it serves."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.process = subprocess.Popen(
+            [COMMAND, "serve", *args],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.lines: list[str] = []
+        assert self.process.stdout is not None
+        for line in self.process.stdout:  # blocks until serve prints, or exits
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("stop with"):
+                break
+        if not self.lines or not self.lines[-1].startswith("stop with"):
+            self.stop()
+            raise AssertionError(f"serve did not start: {self.process.stderr.read()}")
+        self.url = re.search(r"at (http://\S+) ", self.lines[0]).group(1)
+        session_line = next(line for line in self.lines if line.startswith("a session:"))
+        self.session_body = json.loads(session_line.split(" -d '", 1)[1].rsplit("'", 1)[0])
+        self.user = re.search(r"\(user (\S+),", self.lines[0]).group(1)
+
+    def stop(self) -> str:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.stderr.read() if self.process.stderr else ""
+
+
+def wait_for_reply(client: httpx.Client, agent: str, session: str, count: int) -> list[dict]:
+    """The session's stored messages once ``count`` replies are stored and no run is active
+    (polled against a deadline: the process is another one, there is nothing to wait on)."""
+    deadline = time.monotonic() + START_SECONDS
+    while True:
+        stored = client.get(
+            f"/sessions/{session}/messages", params={"agent_id": agent, "limit": 200}
+        ).json()
+        replies = [m for m in stored["messages"] if m["role"] == "assistant"]
+        if len(replies) >= count and not stored["is_running"]:
+            return stored["messages"]
+        assert time.monotonic() < deadline, f"no reply in time: {stored}"
+        time.sleep(0.1)
+
+
+@needs_service
+def test_serve_runs_the_agent_file_with_context_management(tmp_path):
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"line {i:05d} " + "z" * 70 + "\n" for i in range(2000)))
+
+    def respond(request: dict) -> Reply:
+        if not request.get("tools"):
+            return Reply(text="## Goal\n- read big.txt")
+        if any(m.get("role") == "tool" for m in request["messages"]):
+            return Reply(text="It has 2000 lines.")
+        return Reply(tool_calls=[("call-1", "Read", {"file_path": str(big)})])
+
+    with ModelServer("openai", respond) as model:
+        spec = agent_file(tmp_path, model.url)
+        served = Served(
+            [
+                "--agent",
+                str(spec),
+                "--port",
+                "0",
+                "--storage",
+                f"sqlite:///{tmp_path / 'app.db'}",
+                "--workspaces",
+                str(tmp_path / "ws"),
+            ],
+            tmp_path,
+        )
+        try:
+            assert served.url.startswith("http://127.0.0.1:")
+            headers = {"X-User-ID": served.user}
+            with httpx.Client(base_url=served.url, headers=headers, timeout=30) as client:
+                session = client.post("/sessions/", json=served.session_body).json()["session_id"]
+                agent = served.session_body["agent_id"]
+                message = {
+                    "role": "user",
+                    "name": "user",
+                    "content": [{"type": "text", "text": "x"}],
+                }
+                client.post(
+                    "/chat/", json={"agent_id": agent, "session_id": session, "input": message}
+                )
+                messages = wait_for_reply(client, agent, session, 1)
+        finally:
+            stderr = served.stop()
+    assert "It has 2000 lines." in json.dumps(messages[-1])
+    # the tool result the model got was cut by stage one, and the whole output is saved in
+    # the session's folder of the agent's workspace
+    tool_messages = [m for r in model.requests for m in r["messages"] if m.get("role") == "tool"]
+    assert tool_messages and all(len(str(m["content"])) < 60_000 for m in tool_messages)
+    saved = list((tmp_path / "ws" / agent / "sessions" / session / "context_ext").rglob("*.txt"))
+    assert any("line 01999" in p.read_text() for p in saved)
+    assert "Traceback" not in stderr
+
+
+def busy_port() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    return sock
+
+
+@needs_service
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("no-file", "no such file"),
+        ("bad-yaml", "agent"),
+        ("bad-storage", "not a storage URL"),
+        ("busy-port", "cannot listen"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, case, expected):
+    spec = agent_file(tmp_path, "http://127.0.0.1:9/v1")
+    args = ["serve", "--agent", str(spec), "--workspaces", str(tmp_path / "ws")]
+    args += ["--storage", f"sqlite:///{tmp_path / 'app.db'}"]
+    holder = None
+    if case == "no-file":
+        args[2] = str(tmp_path / "missing.yaml")
+    elif case == "bad-yaml":
+        spec.write_text("name: reader\nmodel: {provider: nowhere}\n", encoding="utf-8")
+    elif case == "bad-storage":
+        args += ["--storage", "postgres://db/app"]
+    elif case == "busy-port":
+        holder = busy_port()
+        args += ["--port", str(holder.getsockname()[1])]
+    try:
+        result = run_cli(*args, cwd=tmp_path)
+    finally:
+        if holder is not None:
+            holder.close()
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentscope-context serve:"), result.stderr
+    assert expected in lines[0]
+
+
+@pytest.mark.skipif(agentscope_major() >= 2, reason="on 2.x serve runs (the tests above)")
+def test_serve_on_agentscope_1_is_refused_in_one_line(tmp_path):
+    spec = agent_file(tmp_path, "http://127.0.0.1:9/v1")
+    result = run_cli("serve", "--agent", str(spec), cwd=tmp_path)
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "AgentScope 2.x's own service" in line
