@@ -102,7 +102,19 @@ def test_readme_example_runs(
 ) -> None:
     if "ACE_REDIS_URL" in example.code:  # the many-workers example needs the test server
         monkeypatch.setenv("ACE_REDIS_URL", request.getfixturevalue("redis_url"))
+    if "agentscope.app" in example.code:  # the served-agent example needs the [serve] extra
+        pytest.importorskip("aiosqlite", reason="the [serve] extra is not installed")
+        pytest.importorskip("agentscope.app", reason="the [serve] extra is not installed")
     _run(example.code, example.name)
+
+
+@only_2x
+def test_the_served_example_builds_the_app_with_our_factory() -> None:
+    pytest.importorskip("aiosqlite", reason="the [serve] extra is not installed")
+    pytest.importorskip("agentscope.app", reason="the [serve] extra is not installed")
+    namespace = _run(_block("context_middleware_factory("), "served")
+    paths = namespace["app"].openapi()["paths"]
+    assert "/chat/" in paths and "/sessions/{session_id}/stream" in paths
 
 
 def test_many_workers_example_does_what_it_says(
