@@ -11,7 +11,7 @@ import pytest
 
 from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.pipeline import TokenTally
-from agentscope_context_ext.core.tokens import get_token_counter
+from agentscope_context_ext.core.tokens import TokenCounter, get_token_counter
 
 
 class EmptyContext:
@@ -68,6 +68,41 @@ def test_a_schema_edited_in_place_is_counted_again() -> None:
     assert count(tally, tools) == counter.count_tools(copy.deepcopy(tools)) > first
     # and the bound used far below the trigger is never under the exact count
     assert count(TokenTally(counter), tools, exact_above=10**9) >= counter.count_tools(tools)
+
+
+def test_the_counter_counts_equal_schemas_once_and_edited_ones_again() -> None:
+    calls: list[str] = []
+    exact = get_token_counter("qwen")
+
+    def encode_count(text: str) -> int:
+        calls.append(text)
+        return exact.count_text(text)
+
+    counter = TokenCounter("qwen", encode_count, memo_size=0)
+    tools = [schema("a" * 400)]
+    first = counter.count_tools(tools)
+    assert counter.count_tools(copy.deepcopy(tools)) == first  # equal schemas: not rendered
+    assert len(calls) == 1
+    tools[0]["function"]["description"] = "用" * 400  # edited in place, same length
+    assert counter.count_tools(tools) == exact.count_tools(copy.deepcopy(tools)) > first
+    assert len(calls) == 2
+
+
+def test_the_dialog_tools_offer_follows_a_schema_renamed_in_place() -> None:
+    from agentscope_context_ext.core.events import ContextStats
+    from agentscope_context_ext.core.pipeline import ToolOffer
+
+    class NoDialog:
+        summary = None
+
+        def files(self) -> list:
+            return []
+
+    offer = ToolOffer(ContextStats(), NoDialog(), NoDialog())
+    tools = [schema("look things up")]
+    assert offer(tools) == tools
+    tools[0]["function"]["name"] = "search_dialog"  # now a dialog tool: not offered yet
+    assert offer(tools) == []
 
 
 @pytest.mark.skipif(agentscope_major() < 2, reason="AgentScope 2.x state and blocks")

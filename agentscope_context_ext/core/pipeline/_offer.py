@@ -13,6 +13,8 @@ compaction already includes the dialog tools the next call will carry.
 
 from __future__ import annotations
 
+import copy
+
 from ..events import ContextStats
 from ..workspace import DialogStore
 from ._port import ContextPort
@@ -44,12 +46,31 @@ class ToolOffer:
         self.dialog = dialog
         self._shown = False
         self._checked = False
+        self._last: tuple[list[dict], list[dict]] | None = None
+        """The schemas last filtered (a copy: compared by value, so an edited schema is
+        filtered again) and what was left of them."""
 
     def __call__(self, schemas: list[dict] | None) -> list[dict]:
         """``schemas`` as the model should see them."""
         if not schemas:
             return []
-        if self._shown or not any(tool_name(s) in DIALOG_TOOL_NAMES for s in schemas):
+        if self._shown:
+            return schemas
+        last = self._last
+        if last is not None and last[0] == schemas and not self._now_shown():
+            return last[1]
+        offered = self._filter(schemas)
+        try:
+            self._last = (copy.deepcopy(schemas), offered)
+        except Exception:  # noqa: BLE001 - schemas that cannot be copied are filtered each time
+            self._last = None
+        return offered
+
+    def _now_shown(self) -> bool:
+        return bool(self.stats.compactions) or self.port.summary is not None
+
+    def _filter(self, schemas: list[dict]) -> list[dict]:
+        if not any(tool_name(s) in DIALOG_TOOL_NAMES for s in schemas):
             return schemas
         if self.stats.compactions or self.port.summary is not None:
             self._shown = True

@@ -19,6 +19,7 @@ Media blocks cost ``media_token_cost`` tokens each, never their base64 length (d
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections import OrderedDict
@@ -73,6 +74,7 @@ class TokenCounter:
         self._encode_count = encode_count
         self._msg_cache: OrderedDict[str, tuple[tuple, int]] = OrderedDict()
         self._text_counts: OrderedDict[str, int] = OrderedDict()
+        self._last_tools: tuple[list[dict], int] | None = None
         self._memo_size = memo_size
         self.tokenized_messages = 0
         """How many times a message was actually tokenized (cache misses); for tests/benchmarks."""
@@ -133,12 +135,21 @@ class TokenCounter:
         return self.count_text(text) + media * self.media_token_cost
 
     def count_tools(self, tools: list[dict] | None) -> int:
-        """Tokens of the tool JSON schemas as they are sent (as rendered: a schema edited in
-        any way is counted again; the same schemas are a large text counted lately)."""
+        """Tokens of the tool JSON schemas as they are sent. The last schemas counted are kept
+        (a copy) with their count: schemas equal to them (compared value by value, so a schema
+        edited in any way is counted again) are not rendered or counted again."""
         if not tools:
             return 0
+        last = self._last_tools
+        if last is not None and last[0] == tools:
+            return last[1]
         rendered = "<tools>\n" + json.dumps(tools, ensure_ascii=False, default=str) + "\n</tools>"
-        return self.count_text(rendered)
+        count = self.count_text(rendered)
+        try:
+            self._last_tools = (copy.deepcopy(tools), count)
+        except Exception:  # noqa: BLE001 - a schema that cannot be copied is counted each time
+            self._last_tools = None
+        return count
 
     # --------------------------------------------------------------- messages
 
