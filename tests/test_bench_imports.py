@@ -35,4 +35,9 @@ def imported_names() -> list[tuple[str, str, str]]:
 def test_the_benchmarks_import_names_that_exist(file, module, name):
     if module.startswith(OTHER_ADAPTER):
         pytest.skip(f"{module} is the other AgentScope major's adapter")
-    assert hasattr(importlib.import_module(module), name), f"{file}: {module}.{name}"
+    try:
+        getattr(importlib.import_module(module), name)
+    except AttributeError as exc:
+        if "integration; the installed AgentScope is" in str(exc):  # a name of the other major
+            pytest.skip(str(exc))
+        raise AssertionError(f"{file}: {module}.{name}") from exc
