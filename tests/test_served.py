@@ -230,3 +230,39 @@ async def test_memory_md_is_the_agents_or_the_users_across_sessions(tmp_path, sc
         where = where / "users" / "alice"
     assert "The user prefers tabs." in (where / "Memory.md").read_text(encoding="utf-8")
     assert not list((tmp_path / "agent-1" / "sessions").glob("*/context_ext/Memory.md"))
+
+
+async def test_the_summarizer_of_a_served_turn_writes_the_agents_memory_before_the_turn_ends(
+    tmp_path,
+):
+    def script(call: ModelCall):
+        system = call.messages[0]["content"]
+        system = system if isinstance(system, str) else system[0]["text"]
+        if system.startswith("You maintain Memory.md"):
+            if not any(m.get("role") == "tool" for m in call.messages):
+                fact = "the API listens on port 8443"
+                return reply(None, tool_call("memory_append", section="Facts", text=fact))
+            return "noted"
+        if not call.tools:
+            return "summary"
+        if any(isinstance(b, ToolResultBlock) for b in call.msgs[-1].content):
+            return "read it"
+        return reply(None, tool_call("big_output", tag=asked(call)))
+
+    memory = {"enabled": True, "consolidation_time": "off"}
+    model = ScriptedChatModel(script)
+    service = Service(
+        tmp_path / "agent-1", context_middleware_factory(config(long_term_memory=memory)), model
+    )
+    events: list = []
+    for tag in ("a", "b", "c", "d"):
+        events += await service.turn("alice", "agent-1", "s1", f"read {tag}")
+    assert custom(events, "context_ext.compaction_finished")
+    # the Summarizer ran within the turns (nothing is left running after a turn)
+    memory_md = tmp_path / "agent-1" / "context_ext" / "Memory.md"
+    assert "port 8443" in memory_md.read_text(encoding="utf-8")
+    assert custom(events, "context_ext.memory_written")
+    # a new session of the agent is shown it
+    await service.turn("alice", "agent-1", "s2", "read e")
+    agent_calls = [c for c in model.calls if "You work with tools" in str(c.messages[0])]
+    assert "port 8443" in str(agent_calls[-1].messages[0])

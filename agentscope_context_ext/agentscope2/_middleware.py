@@ -214,10 +214,6 @@ class ContextMiddleware(MiddlewareBase):
                 if self._outbox and (isinstance(item, ReplyEndEvent) or _is_event(item)):
                     for event in self._sent():
                         yield event
-                if isinstance(item, ReplyEndEvent) and manager is not None and self.per_turn:
-                    await self._end_turn(manager)
-                    for event in self._sent():
-                        yield event
                 yield item
         finally:
             if manager is not None and self.per_turn:
@@ -226,8 +222,9 @@ class ContextMiddleware(MiddlewareBase):
             yield event
 
     async def _end_turn(self, manager: AgentManager) -> None:
-        """A per-turn middleware's last act: the Summarizer awaited, a due consolidation run,
-        long-term memory stopped."""
+        """A per-turn middleware's last act, after the reply's end went out (the client is not
+        kept waiting): the Summarizer awaited, a due consolidation run, long-term memory
+        stopped. Its events follow the reply's end on the stream."""
         if manager.turn_ended:
             return
         manager.turn_ended = True
