@@ -266,3 +266,53 @@ async def test_the_summarizer_of_a_served_turn_writes_the_agents_memory_before_t
     await service.turn("alice", "agent-1", "s2", "read e")
     agent_calls = [c for c in model.calls if "You work with tools" in str(c.messages[0])]
     assert "port 8443" in str(agent_calls[-1].messages[0])
+
+
+async def test_a_workspace_reached_through_its_backend_keeps_everything_across_workers(tmp_path):
+    """``mirror=True``: the stores work on a local copy that is pulled from the workspace (through
+    its backend's async calls, as for a Docker or E2B sandbox) and pushed back after each step.
+    A second worker with an empty copy continues the session with nothing lost."""
+
+    def script(call: ModelCall):
+        if not call.tools:
+            return "summary"
+        if any(isinstance(b, ToolResultBlock) for b in call.msgs[-1].content):
+            return "read it"
+        return reply(None, tool_call("big_output", tag=asked(call)))
+
+    model = ScriptedChatModel(script)
+    workdir = tmp_path / "agent-1"
+    first = Service(
+        workdir, context_middleware_factory(config(), mirror=True, cache=tmp_path / "one"), model
+    )
+    compactions = 0
+    for tag in ("a", "b", "c", "d"):
+        events = await first.turn("alice", "agent-1", "s1", f"read {tag}")
+        compactions += len(custom(events, "context_ext.compaction_finished"))
+    assert compactions >= 1
+    folder = workdir / "sessions" / "s1" / "context_ext"  # in the workspace, through the backend
+    saved = {p.read_text(encoding="utf-8") for p in (folder / "tool_result").glob("*.txt")}
+    assert {big_output(tag) for tag in "abcd"} <= saved
+    (dialog,) = (folder / "dialog").glob("*.jsonl")
+    before = dialog.read_text(encoding="utf-8")
+    assert before
+
+    # another worker: an empty local copy, the same workspace and the state the service stored
+    second = Service(
+        workdir, context_middleware_factory(config(), mirror=True, cache=tmp_path / "two"), model
+    )
+    second.states = first.states
+    compactions = 0
+    for tag in ("e", "f", "g"):
+        events = await second.turn("alice", "agent-1", "s1", f"read {tag}")
+        assert not custom(events, "context_ext.context_warning")
+        compactions += len(custom(events, "context_ext.compaction_finished"))
+    assert compactions >= 1
+    # the dialog was pulled before the second worker appended to it: the first one's lines
+    # are still there, the new ones after them
+    after = dialog.read_text(encoding="utf-8")
+    assert after.startswith(before) and len(after) > len(before)
+    saved = {p.read_text(encoding="utf-8") for p in (folder / "tool_result").glob("*.txt")}
+    assert {big_output(tag) for tag in "abcdefg"} <= saved
+    for call in model.calls:
+        assert model.counter.count_formatted(call.messages, call.tools) <= WINDOW

@@ -53,7 +53,7 @@ from agentscope.model import ChatModelBase
 
 from ..core.config import ContextConfig
 from ..core.errors import ContextExtError
-from ..core.events import ContextEvent, ContextStats, EventBus
+from ..core.events import ContextEvent, ContextStats, ContextWarning, EventBus
 from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ContextManager
 from ..core.provider_errors import length_rejection, with_first_chunk
@@ -138,6 +138,7 @@ class ContextMiddleware(MiddlewareBase):
         self.manager: AgentManager | None = None
         self._running: set[str] = set()
         self._outbox: list[CustomEvent] = []
+        self._pulled = False
         self.bus.subscribe(self._to_stream)
 
     def subscribe(self, callback: Callable[[ContextEvent], Any]) -> Callable[[], None]:
@@ -204,6 +205,9 @@ class ContextMiddleware(MiddlewareBase):
     async def on_reply(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
     ) -> AsyncGenerator:
+        if self.placement.mirrors and not self._pulled:
+            self._pulled = True
+            await self._sync("pull")
         manager = self._active(agent)
         if manager is not None:
             await manager.attach_tools()
@@ -218,8 +222,21 @@ class ContextMiddleware(MiddlewareBase):
         finally:
             if manager is not None and self.per_turn:
                 await self._end_turn(manager)
+            await self._sync("push")
         for event in self._sent():
             yield event
+
+    async def _sync(self, direction: str) -> None:
+        """Bring the local copies of a sandboxed workspace's folders up to date (``pull``) or
+        write what changed into the workspace (``push``); a failure is a warning (the files are
+        on this machine's disk meanwhile) and the next push writes them."""
+        for mirror in self.placement.mirrors:
+            try:
+                await (mirror.pull() if direction == "pull" else mirror.push())
+            except Exception as exc:  # noqa: BLE001 - whatever the sandbox's transport raises
+                await self.bus.emit(
+                    ContextWarning(where=f"workspace {direction}", error=repr(exc)[:300])
+                )
 
     async def _end_turn(self, manager: AgentManager) -> None:
         """A per-turn middleware's last act, after the reply's end went out (the client is not
@@ -247,6 +264,7 @@ class ContextMiddleware(MiddlewareBase):
                 yield item
         finally:
             self._running.discard(key)
+            await self._sync("push")
 
     async def on_model_call(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
@@ -301,6 +319,7 @@ class ContextMiddleware(MiddlewareBase):
             await manager.before_model_call(forced=forced, instruction=instruction)
         finally:
             self._running.discard("compress")
+            await self._sync("push")
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         manager = self._active(agent)

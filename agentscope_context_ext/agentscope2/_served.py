@@ -17,14 +17,18 @@ workspace (design §11.3):
         users/<user_id>/               ... or one user's (memory_scope="user")
 
 With ``workspace: redis://...`` in the config the same layout is kept in that Redis store,
-under ``agents/<agent_id>/``, for workers on several machines. A turn served by another worker,
-or after a restart, continues where the last one stopped.
+under ``agents/<agent_id>/``, for workers on several machines. A workspace whose files are not
+on this machine (a Docker or E2B sandbox, reached through its backend's async calls) gets the
+same layout too: the stores work on a local copy (:class:`WorkspaceMirror`), pulled from the
+workspace before a turn and pushed to it after each step that writes. A turn served by another
+worker, or after a restart, continues where the last one stopped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -48,6 +52,7 @@ from ..core.workspace import (
     open_storage,
 )
 from ._middleware import ContextMiddleware
+from ._mirror import WorkspaceMirror
 
 __all__ = ["CONTEXT_DIRNAME", "MiddlewareFactory", "context_middleware_factory", "served_placement"]
 
@@ -71,6 +76,8 @@ def context_middleware_factory(
     *,
     memory_scope: MemoryScope = "agent",
     compaction_model: ChatModelBase | None = None,
+    mirror: bool | None = None,
+    cache: str | Path | None = None,
 ) -> MiddlewareFactory:
     """The ``extra_agent_middlewares`` factory of ``create_app``: context management for every
     agent the service runs.
@@ -91,6 +98,11 @@ def context_middleware_factory(
         memory_scope (`"agent" | "user"`): Whose ``Memory.md`` a session reads and writes:
             the agent's (every user of the agent shares it) or the user's with this agent.
         compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's.
+        mirror (`bool | None`): Work on a local copy of the files, pulled from the workspace
+            before a turn and pushed after each step: ``None`` (default) for a workspace whose
+            files are not on this machine (a sandbox), ``True`` for every workspace.
+        cache (`str | Path | None`): Where the local copies are (default: a folder in the
+            system's temporary directory).
 
     Raises:
         `ConfigError`: The configuration is invalid, now rather than at the first turn.
@@ -104,6 +116,7 @@ def context_middleware_factory(
         store = open_storage(settings.workspace)
         check_storage_writable(store)
     checked: set[Path] = set()
+    copies = Path(cache) if cache is not None else Path(tempfile.gettempdir()) / "agentscope-ctx"
 
     async def factory(
         user_id: str, agent_id: str, session_id: str, workspace: Any = None
@@ -117,6 +130,8 @@ def context_middleware_factory(
             store=store,
             memory_scope=memory_scope,
             checked=checked,
+            mirror=mirror,
+            cache=copies,
         )
         return [
             ContextMiddleware(
@@ -141,6 +156,8 @@ def served_placement(
     store: Storage | None = None,
     memory_scope: MemoryScope = "agent",
     checked: set[Path] | None = None,
+    mirror: bool | None = None,
+    cache: Path | None = None,
 ) -> Placement:
     """Where one served session's files go (the layout at the top of this module).
 
@@ -152,10 +169,12 @@ def served_placement(
             the agent's 2.x workspace.
         memory_scope (`"agent" | "user"`): Whose ``Memory.md``.
         checked (`set[Path] | None`): Folders already proven writable (skipped).
+        mirror (`bool | None`): Work on a local copy (``None``: when the workspace's files are
+            not on this machine).
+        cache (`Path | None`): Where local copies are.
 
     Raises:
-        `ContextExtError`: The 2.x workspace's files are not on this machine (a sandbox): use a
-            store of our own.
+        `ContextExtError`: No workspace to put the files in.
         `WorkspaceError`: A folder cannot be written.
     """
     session_key = f"{SESSIONS_DIRNAME}/{_safe_id(session_id)}/{CONTEXT_DIRNAME}"
@@ -167,9 +186,22 @@ def served_placement(
         session = SubStorage(store, f"{agent_root}/{session_key}")
         long_term = SubStorage(store, f"{agent_root}/{memory_key}")
         return Placement(session.location, session, long_term)
-    root = _local_workdir(workspace)
-    session_dir = root / session_key
-    memory_dir = root / memory_key
+    workdir, local = _workdir(workspace)
+    mirrors: tuple[WorkspaceMirror, ...] = ()
+    if mirror or (mirror is None and not local):
+        backend = workspace.get_backend().join_path
+        where = (cache or Path(tempfile.gettempdir()) / "agentscope-ctx") / _safe_id(
+            str(getattr(workspace, "workspace_id", "") or workdir)
+        )
+        session_dir, memory_dir = where / session_key, where / memory_key
+        mirrors = (
+            WorkspaceMirror(workspace.get_backend, backend(workdir, session_key), session_dir),
+            WorkspaceMirror(workspace.get_backend, backend(workdir, memory_key), memory_dir),
+        )
+        if not config.long_term_memory.enabled:
+            mirrors = mirrors[:1]
+    else:
+        session_dir, memory_dir = Path(workdir) / session_key, Path(workdir) / memory_key
     if checked is None or session_dir not in checked:
         check_writable(session_dir, (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME))
         if checked is not None:
@@ -178,31 +210,24 @@ def served_placement(
         check_writable(memory_dir, (NOTES_DIRNAME,))
         if checked is not None:
             checked.add(memory_dir)
-    return Placement(session_dir, LocalStorage(session_dir), memory_dir)
+    return Placement(session_dir, LocalStorage(session_dir), memory_dir, mirrors)
 
 
-def _local_workdir(workspace: Any) -> Path:
-    """The folder of a 2.x workspace whose files are on this machine."""
+def _workdir(workspace: Any) -> tuple[str, bool]:
+    """A 2.x workspace's folder, and whether its files are on this machine (its backend is a
+    ``LocalBackend``)."""
     workdir = getattr(workspace, "workdir", None)
-    if workdir is None:
+    get_backend = getattr(workspace, "get_backend", None)
+    if workdir is None or get_backend is None:
         raise ContextExtError(
             "context_middleware_factory: create_app gave no workspace to put the context's "
             "files in; set workspace: (a folder or redis://...) in the context config"
         )
-    backend = None
-    get_backend = getattr(workspace, "get_backend", None)
-    if get_backend is not None:
-        try:
-            backend = get_backend()
-        except RuntimeError:  # not initialized: its files are not reachable either
-            backend = None
-    if not isinstance(backend, LocalBackend):
-        raise ContextExtError(
-            f"context_middleware_factory: the agent's workspace {type(workspace).__name__} "
-            f"keeps its files in {workdir} on another machine (a sandbox); keep the context's "
-            "files in a store of your own: workspace: redis://host:port/db in the context config"
-        )
-    return Path(workdir)
+    try:
+        backend = get_backend()
+    except RuntimeError as exc:  # not initialized
+        raise ContextExtError(f"context_middleware_factory: {exc}") from None
+    return str(workdir), isinstance(backend, LocalBackend)
 
 
 def _safe_id(value: str) -> str:

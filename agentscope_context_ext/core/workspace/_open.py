@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ._dialog_store import DIALOG_DIRNAME
 from ._files import check_writable
@@ -52,8 +53,12 @@ class Placement:
         storage (`Storage`): That folder's storage.
         long_term (`Path | Storage | None`): Where ``Memory.md`` and the daily notes are;
             ``None``: in the workspace.
+        mirrors (`tuple`): Local copies of folders kept elsewhere (a sandboxed workspace), each
+            with ``async pull()`` and ``async push()``: the adapter pulls before a turn and
+            pushes after each step that writes.
     """
 
     workspace: Path | str
     storage: Storage
     long_term: Path | Storage | None = None
+    mirrors: tuple[Any, ...] = ()
