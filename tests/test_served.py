@@ -316,3 +316,40 @@ async def test_a_workspace_reached_through_its_backend_keeps_everything_across_w
     assert {big_output(tag) for tag in "abcdefg"} <= saved
     for call in model.calls:
         assert model.counter.count_formatted(call.messages, call.tools) <= WINDOW
+
+
+async def test_a_change_the_sandbox_did_not_take_is_kept_and_pushed_later(tmp_path):
+    from agentscope.tool import LocalBackend
+
+    from agentscope_context_ext.agentscope2._mirror import WorkspaceMirror
+
+    remote, local = tmp_path / "sandbox" / "ctx", tmp_path / "copy"
+    backend = LocalBackend()
+    away = False
+
+    def get_backend():
+        if away:
+            raise RuntimeError("DockerWorkspace has no active backend")
+        return backend
+
+    mirror = WorkspaceMirror(get_backend, str(remote), local)
+    await mirror.pull()
+    (local / "dialog").mkdir(parents=True)
+    (local / "dialog" / "d.jsonl").write_text("one\n")
+    assert await mirror.push() == 1
+    (local / "dialog" / "d.jsonl").write_text("one\ntwo\n")
+    away = True
+    with pytest.raises(RuntimeError):
+        await mirror.push()
+    away = False
+    later = WorkspaceMirror(get_backend, str(remote), local)  # the next turn's middleware
+    await later.pull()
+    assert (local / "dialog" / "d.jsonl").read_text() == "one\ntwo\n"  # not the sandbox's older
+    await later.push()
+    assert (remote / "dialog" / "d.jsonl").read_text() == "one\ntwo\n"
+    # a copy that lost a file gets it back; a file deleted here is deleted there
+    (local / "dialog" / "d.jsonl").unlink()
+    fresh = WorkspaceMirror(get_backend, str(remote), tmp_path / "fresh")
+    assert await fresh.pull() == 1
+    await later.push()
+    assert not (remote / "dialog" / "d.jsonl").exists()

@@ -8,10 +8,15 @@ first step (a new worker, a restart, a wiped cache: whatever is missing or has a
 can write (a cut, the pipeline, the end of the reply), and deletes there what the TTL cleanup
 deleted here. The service runs one turn of a session at a time (its session lock), so the copy
 of a session is never written by two workers at once.
+
+What was last in step is kept next to the copy (``.mirror.json``: each file's size and time), so
+that a change made here and not yet written there (a push that failed: the sandbox was away) is
+never overwritten by the workspace's older file at the next pull, only pushed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +45,19 @@ class WorkspaceMirror:
         self.backend = backend
         self.remote = remote.rstrip("/")
         self.local = local
-        self._synced: dict[str, tuple[int, int]] = {}
+        self._manifest = local / ".mirror.json"
+        self._synced: dict[str, tuple[int, int]] = self._load()
+
+    def _load(self) -> dict[str, tuple[int, int]]:
+        try:
+            data = json.loads(self._manifest.read_text(encoding="utf-8"))
+            return {str(key): (int(value[0]), int(value[1])) for key, value in data.items()}
+        except (OSError, ValueError, TypeError, IndexError, AttributeError):
+            return {}  # no manifest (a new copy) or a damaged one: nothing is known in step
+
+    def _save(self, synced: dict[str, tuple[int, int]]) -> None:
+        self._synced = synced
+        atomic_write_bytes(self._manifest, json.dumps(synced).encode("utf-8"))
 
     def _local_files(self) -> dict[str, tuple[int, int]]:
         found: dict[str, tuple[int, int]] = {}
@@ -60,11 +77,12 @@ class WorkspaceMirror:
 
     async def pull(self) -> int:
         """Copy into the local copy what the workspace has and it lacks (or has at another
-        size, for the files that change in place); returns how many files came."""
+        size, for the files that change in place, unless changed here and not pushed yet);
+        returns how many files came."""
         backend = self.backend()
         remote_files = await backend.list_dir(self.remote, recursive=True)
         local = self._local_files()
-        pulled = 0
+        pulled: set[str] = set()
         for path in remote_files:
             relative = path[len(self.remote) :].lstrip("/")
             target = self.local / relative
@@ -72,15 +90,21 @@ class WorkspaceMirror:
                 continue
             have = local.get(relative)
             if have is not None:
-                if not relative.endswith(_MUTABLE):
-                    continue
+                if not relative.endswith(_MUTABLE) or self._synced.get(relative) != have:
+                    continue  # never changes, or changed here and not pushed yet: kept
                 entry = await backend.stat(path)
                 if entry is None or entry.size_bytes == have[0]:
                     continue
             atomic_write_bytes(target, await backend.read_file(path))
-            pulled += 1
-        self._synced = self._local_files()
-        return pulled
+            pulled.add(relative)
+        now = self._local_files()
+        in_step = {
+            rel: seen
+            for rel, seen in now.items()
+            if rel in pulled or (rel in local and self._synced.get(rel) == local[rel])
+        }
+        self._save(in_step)  # a local change not pushed yet stays out of step: pushed next
+        return len(pulled)
 
     async def push(self) -> int:
         """Write into the workspace what changed locally since the last pull or push, and
@@ -89,10 +113,15 @@ class WorkspaceMirror:
         now = self._local_files()
         changed = [rel for rel, seen in now.items() if self._synced.get(rel) != seen]
         gone = [rel for rel in self._synced if rel not in now]
-        for relative in changed:
-            data = (self.local / relative).read_bytes()
-            await backend.write_file(backend.join_path(self.remote, relative), data)
-        for relative in gone:
-            await backend.delete_path(backend.join_path(self.remote, relative))
-        self._synced = now
+        synced = dict(self._synced)
+        try:
+            for relative in changed:
+                data = (self.local / relative).read_bytes()
+                await backend.write_file(backend.join_path(self.remote, relative), data)
+                synced[relative] = now[relative]
+            for relative in gone:
+                await backend.delete_path(backend.join_path(self.remote, relative))
+                synced.pop(relative, None)
+        finally:
+            self._save(synced)  # what was written is in step, even if a later write failed
         return len(changed) + len(gone)
