@@ -111,6 +111,21 @@ def test_cleanup_runs_at_start_then_at_most_hourly(workspace: Path) -> None:
     assert store.maybe_cleanup() == [f"tool_result/{second.name}"]
 
 
+def test_a_store_made_anew_each_turn_cleans_up_at_most_hourly_too(workspace: Path) -> None:
+    clock = Clock()
+    first_turn = ToolResultStore(workspace, ttl_days=1, clock=clock)
+    assert first_turn.maybe_cleanup() == []  # at start: ran, nothing to delete
+    old = workspace / first_turn.save("a")
+    _age(old, 2 * 86400, clock)
+    clock.now += 60
+    next_turn = ToolResultStore(workspace, ttl_days=1, clock=clock)  # a served agent's next turn
+    assert next_turn.maybe_cleanup() is None  # the first turn's cleanup counts
+    clock.now += CLEANUP_INTERVAL_SECONDS
+    assert ToolResultStore(workspace, ttl_days=1, clock=clock).maybe_cleanup() == [
+        f"tool_result/{old.name}"
+    ]
+
+
 def test_cleanup_of_a_missing_folder_is_empty(workspace: Path) -> None:
     assert ToolResultStore(workspace).cleanup() == []
 

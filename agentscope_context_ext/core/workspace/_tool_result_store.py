@@ -53,6 +53,10 @@ SUMMARY_READ_BYTES = 512 * 1024
 """How much of a saved output the summary reads back (the head of a 100 MB log is enough to
 name what it is about; the rest stays reachable through ``read_file``)."""
 CLEANUP_INTERVAL_SECONDS = 3600.0
+
+CLEANUP_MARK = ".tool_result-cleanup"
+"""When the TTL cleanup last ran (the store's clock, as text): a store made anew each turn (a
+served agent's) does not clean up at every turn."""
 """The running cleanup happens at most this often."""
 _SAVED_PATH_RE = re.compile(
     TOOL_RESULT_DIRNAME + r"/[0-9a-f]{32}\.(?:txt|" + "|".join(MEDIA_SUFFIXES) + r")\b"
@@ -208,6 +212,10 @@ class ToolResultStore:
             raise ValueError(f"ttl_days must be positive, got {ttl}")
         now = self._clock()
         self._last_cleanup = now
+        try:
+            self.storage.write(CLEANUP_MARK, repr(now).encode("ascii"))
+        except Exception as exc:  # noqa: BLE001 - the mark only saves work; cleaning goes on
+            logger.warning("TTL cleanup cannot record its time: %s", exc)
         cutoff = now - ttl * 86400.0
         removed: list[str] = []
         kept = {path.replace("\\", "/") for path in keep}
@@ -242,6 +250,15 @@ class ToolResultStore:
             `list[str] | None`: The deleted paths, or ``None`` when it was not due.
         """
         now = self._clock()
+        if self._last_cleanup is None:
+            self._last_cleanup = self._recorded_cleanup()
         if self._last_cleanup is not None and now - self._last_cleanup < CLEANUP_INTERVAL_SECONDS:
             return None
         return self.cleanup(keep=keep())
+
+    def _recorded_cleanup(self) -> float | None:
+        try:
+            data = self.storage.read(CLEANUP_MARK)
+            return float(data.decode("ascii")) if data else None
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
