@@ -23,7 +23,12 @@ its ``service`` extra).
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -474,3 +479,94 @@ class ServedApp:
         path = self.workspaces_dir / agent_id
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+
+def service_missing(*also: str) -> str | None:
+    """Why AgentScope's service cannot run here (``None``: it can): AgentScope 1.x, or 2.x
+    without the ``[serve]`` extra, or one of ``also`` (module names) missing."""
+    import importlib
+
+    from agentscope_context_ext import agentscope_major
+
+    if agentscope_major() < 2:
+        return "create_app is AgentScope 2.x's service"
+    for name in ("agentscope.app", "aiosqlite", "uvicorn", *also):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return f"{exc.name} is not installed (AgentScope's service: pip install -e '.[serve]')"
+    return None
+
+
+SERVE_COMMAND = str(Path(sys.executable).with_name("agentscope-context"))
+
+
+class ServeProcess:
+    """``agentscope-context serve ARGS`` in a subprocess, up once it printed where it serves:
+    ``url``, ``user``, the body of a new session (``session_body``) and an HTTP ``client``."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.process = subprocess.Popen(
+            [SERVE_COMMAND, "serve", *args],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.lines: list[str] = []
+        assert self.process.stdout is not None
+        for line in self.process.stdout:  # blocks until serve prints, or exits
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("stop with"):
+                break
+        if not self.lines or not self.lines[-1].startswith("stop with"):
+            self.stop()
+            raise ServedAppError(f"serve did not start: {self.process.stderr.read()}")
+        self.url = re.search(r"at (http://\S+) ", self.lines[0]).group(1)
+        self.user = re.search(r"\(user (\S+),", self.lines[0]).group(1)
+        session_line = next(line for line in self.lines if line.startswith("a session:"))
+        self.session_body = json.loads(session_line.split(" -d '", 1)[1].rsplit("'", 1)[0])
+        self.agent_id: str = self.session_body["agent_id"]
+        self.client = httpx.Client(base_url=self.url, headers={"X-User-ID": self.user}, timeout=30)
+
+    def new_session(self) -> str:
+        response = self.client.post("/sessions/", json=self.session_body)
+        assert response.status_code < 300, response.text
+        return response.json()["session_id"]
+
+    def chat(self, session: str, text: str) -> None:
+        """``POST /chat`` with a user message (the run goes on in the server)."""
+        message = {"role": "user", "name": "user", "content": [{"type": "text", "text": text}]}
+        body = {"agent_id": self.agent_id, "session_id": session, "input": message}
+        response = self.client.post("/chat/", json=body)
+        assert response.status_code == 200, response.text
+
+    def replies(self, session: str, done: Callable[[list[dict]], bool], timeout: float) -> list:
+        """The session's stored messages once ``done(messages)`` holds and no run is active
+        (another process: polled against a deadline, there is nothing to wait on)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self.client.get(
+                f"/sessions/{session}/messages", params={"agent_id": self.agent_id, "limit": 200}
+            )
+            stored = response.json()
+            assert response.status_code == 200, stored
+            if done(stored["messages"]) and not stored["is_running"]:
+                return stored["messages"]
+            if time.monotonic() > deadline:
+                raise ServedAppError(f"no reply in time: {stored}")
+            time.sleep(0.1)
+
+    def stop(self) -> str:
+        """Stop it (SIGINT, as Ctrl-C); what it wrote on stderr."""
+        if getattr(self, "client", None) is not None:
+            self.client.close()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.stderr.read() if self.process.stderr else ""

@@ -7,36 +7,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 from llm_servers import ModelServer, Reply
+from served_app import SERVE_COMMAND, ServeProcess, service_missing
 
 from agentscope_context_ext import agentscope_major
 
-
-def _service_missing() -> str | None:
-    if agentscope_major() < 2:
-        return "serve runs AgentScope 2.x's create_app"
-    try:
-        import agentscope.app  # noqa: F401
-        import aiosqlite  # noqa: F401
-    except ImportError as exc:
-        return f"AgentScope's service is not installed ({exc.name}): pip install -e '.[serve]'"
-    return None
-
-
-needs_service = pytest.mark.skipif(_service_missing() is not None, reason=str(_service_missing()))
+needs_service = pytest.mark.skipif(service_missing() is not None, reason=str(service_missing()))
 
 START_SECONDS = 90
-COMMAND = str(Path(sys.executable).with_name("agentscope-context"))
 
 
 def agent_file(folder: Path, model_url: str, **context) -> Path:
@@ -59,65 +42,13 @@ def agent_file(folder: Path, model_url: str, **context) -> Path:
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [COMMAND, *args],
+        [SERVE_COMMAND, *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-
-
-class Served:
-    """``serve`` in a subprocess; the lines it printed until it said where it serves."""
-
-    def __init__(self, args: list[str], cwd: Path) -> None:
-        self.process = subprocess.Popen(
-            [COMMAND, "serve", *args],
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self.lines: list[str] = []
-        assert self.process.stdout is not None
-        for line in self.process.stdout:  # blocks until serve prints, or exits
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith("stop with"):
-                break
-        if not self.lines or not self.lines[-1].startswith("stop with"):
-            self.stop()
-            raise AssertionError(f"serve did not start: {self.process.stderr.read()}")
-        self.url = re.search(r"at (http://\S+) ", self.lines[0]).group(1)
-        session_line = next(line for line in self.lines if line.startswith("a session:"))
-        self.session_body = json.loads(session_line.split(" -d '", 1)[1].rsplit("'", 1)[0])
-        self.user = re.search(r"\(user (\S+),", self.lines[0]).group(1)
-
-    def stop(self) -> str:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.stderr.read() if self.process.stderr else ""
-
-
-def wait_for_reply(client: httpx.Client, agent: str, session: str, count: int) -> list[dict]:
-    """The session's stored messages once ``count`` replies are stored and no run is active
-    (polled against a deadline: the process is another one, there is nothing to wait on)."""
-    deadline = time.monotonic() + START_SECONDS
-    while True:
-        stored = client.get(
-            f"/sessions/{session}/messages", params={"agent_id": agent, "limit": 200}
-        ).json()
-        replies = [m for m in stored["messages"] if m["role"] == "assistant"]
-        if len(replies) >= count and not stored["is_running"]:
-            return stored["messages"]
-        assert time.monotonic() < deadline, f"no reply in time: {stored}"
-        time.sleep(0.1)
 
 
 @needs_service
@@ -134,7 +65,7 @@ def test_serve_runs_the_agent_file_with_context_management(tmp_path):
 
     with ModelServer("openai", respond) as model:
         spec = agent_file(tmp_path, model.url)
-        served = Served(
+        served = ServeProcess(
             [
                 "--agent",
                 str(spec),
@@ -149,19 +80,12 @@ def test_serve_runs_the_agent_file_with_context_management(tmp_path):
         )
         try:
             assert served.url.startswith("http://127.0.0.1:")
-            headers = {"X-User-ID": served.user}
-            with httpx.Client(base_url=served.url, headers=headers, timeout=30) as client:
-                session = client.post("/sessions/", json=served.session_body).json()["session_id"]
-                agent = served.session_body["agent_id"]
-                message = {
-                    "role": "user",
-                    "name": "user",
-                    "content": [{"type": "text", "text": "x"}],
-                }
-                client.post(
-                    "/chat/", json={"agent_id": agent, "session_id": session, "input": message}
-                )
-                messages = wait_for_reply(client, agent, session, 1)
+            session = served.new_session()
+            agent = served.agent_id
+            served.chat(session, "x")
+            messages = served.replies(
+                session, lambda stored: any(m["role"] == "assistant" for m in stored), START_SECONDS
+            )
         finally:
             stderr = served.stop()
     assert "It has 2000 lines." in json.dumps(messages[-1])

@@ -11,21 +11,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from llm_servers import ModelServer, Reply
+from served_app import ServeProcess, service_missing
 
-from agentscope_context_ext import agentscope_major
-
-COMMAND = str(Path(sys.executable).with_name("agentscope-context"))
 WINDOW = 16384
 TURNS = 6
 KILLED_TURN = 4
@@ -34,19 +27,9 @@ DB = 15
 before and after; no other test uses it."""
 DEADLINE = 120.0
 
-
-def _unavailable() -> str | None:
-    if agentscope_major() < 2:
-        return "create_app is AgentScope 2.x's"
-    try:
-        import agentscope.app  # noqa: F401
-        import redis  # noqa: F401
-    except ImportError as exc:
-        return f"AgentScope's service or the redis client is not installed ({exc.name})"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
+pytestmark = pytest.mark.skipif(
+    service_missing("redis") is not None, reason=str(service_missing("redis"))
+)
 
 
 def big_text(turn: int) -> str:
@@ -85,66 +68,14 @@ class Script:
         return Reply(text=f"File {turn} read.")
 
 
-class Worker:
-    def __init__(self, agent_file: Path, storage: str, workspaces: Path, cwd: Path) -> None:
-        args = [COMMAND, "serve", "--agent", str(agent_file), "--port", "0"]
-        args += ["--storage", storage, "--workspaces", str(workspaces)]
-        self.process = subprocess.Popen(
-            args,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        lines = []
-        for line in self.process.stdout:  # until serve says where it listens, or exits
-            lines.append(line)
-            if line.startswith("stop with"):
-                break
-        if not lines or not lines[-1].startswith("stop with"):
-            self.process.kill()
-            raise AssertionError(f"serve did not start: {self.process.stderr.read()}")
-        self.url = re.search(r"at (http://\S+) ", lines[0]).group(1)
-        self.user = re.search(r"\(user (\S+),", lines[0]).group(1)
-        session_line = next(line for line in lines if line.startswith("a session:"))
-        self.session_body = json.loads(session_line.split(" -d '", 1)[1].rsplit("'", 1)[0])
-        self.client = httpx.Client(base_url=self.url, headers={"X-User-ID": self.user}, timeout=30)
+def replies(worker: ServeProcess, session: str, count: int) -> list[dict]:
+    """The stored messages once ``count`` replies are stored and the session is idle."""
 
-    def chat(self, agent: str, session: str, text: str) -> None:
-        message = {"role": "user", "name": "user", "content": [{"type": "text", "text": text}]}
-        response = self.client.post(
-            "/chat/", json={"agent_id": agent, "session_id": session, "input": message}
-        )
-        assert response.status_code == 200, response.text
+    def done(stored: list[dict]) -> bool:
+        answers = [m for m in stored if m["role"] == "assistant" and "read." in json.dumps(m)]
+        return len(answers) >= count
 
-    def stop(self) -> None:
-        self.client.close()
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
-def replies(worker: Worker, agent: str, session: str, count: int) -> list[dict]:
-    """The stored messages once ``count`` replies are stored and the session is idle (another
-    process: polled against a deadline)."""
-    deadline = time.monotonic() + DEADLINE
-    while True:
-        response = worker.client.get(
-            f"/sessions/{session}/messages", params={"agent_id": agent, "limit": 200}
-        )
-        stored = response.json()
-        assert response.status_code == 200, stored
-        answers = [m for m in stored["messages"] if m["role"] == "assistant"]
-        done = [m for m in answers if "read." in json.dumps(m)]
-        if len(done) >= count and not stored["is_running"]:
-            return stored["messages"]
-        assert time.monotonic() < deadline, f"reply {count} did not come: {stored}"
-        time.sleep(0.1)
+    return worker.replies(session, done, DEADLINE)
 
 
 def test_two_workers_alternate_and_one_killed_mid_turn_loses_nothing(tmp_path):
@@ -169,7 +100,7 @@ def test_two_workers_alternate_and_one_killed_mid_turn_loses_nothing(tmp_path):
     for turn in range(1, TURNS + 1):
         (files / f"big-{turn}.txt").write_text(big_text(turn))
     script = Script(files)
-    workers: list[Worker] = []
+    workers: list[ServeProcess] = []
     try:
         with ModelServer("openai", script) as model:
             agent_file = tmp_path / "agent.yaml"
@@ -181,17 +112,19 @@ def test_two_workers_alternate_and_one_killed_mid_turn_loses_nothing(tmp_path):
                 "long_term_memory: {enabled: false}}\n",
                 encoding="utf-8",
             )
+            args = ["--agent", str(agent_file), "--port", "0", "--storage", server]
+            args += ["--workspaces", str(tmp_path / "ws")]
             for _ in range(2):  # one after the other: the second finds the agent registered
-                workers.append(Worker(agent_file, server, tmp_path / "ws", tmp_path))
+                workers.append(ServeProcess(args, tmp_path))
             one, two = workers
-            assert one.session_body["agent_id"] == two.session_body["agent_id"]
-            agent = one.session_body["agent_id"]
-            session = one.client.post("/sessions/", json=one.session_body).json()["session_id"]
+            assert one.agent_id == two.agent_id
+            agent = one.agent_id
+            session = one.new_session()
             alive = list(workers)
             for turn in range(1, TURNS + 1):
                 worker = alive[turn % len(alive)]  # alternate while both live
                 if turn == KILLED_TURN:
-                    worker.chat(agent, session, f"TURN-{turn}: read big-{turn}.txt")
+                    worker.chat(session, f"TURN-{turn}: read big-{turn}.txt")
                     assert script.arrived.wait(DEADLINE), "the turn to kill never reached the model"
                     worker.process.kill()  # SIGKILL, in the middle of the turn
                     worker.process.wait()
@@ -203,9 +136,9 @@ def test_two_workers_alternate_and_one_killed_mid_turn_loses_nothing(tmp_path):
                     script.release.set()
                     alive.remove(worker)
                     worker = alive[0]
-                worker.chat(agent, session, f"TURN-{turn}: read big-{turn}.txt")
-                replies(worker, agent, session, turn)
-            stored = replies(alive[0], agent, session, TURNS)
+                worker.chat(session, f"TURN-{turn}: read big-{turn}.txt")
+                replies(worker, session, turn)
+            stored = replies(alive[0], session, TURNS)
     finally:
         for worker in workers:
             worker.stop()
