@@ -35,6 +35,7 @@ AGENTSCOPE2_ONLY = frozenset(
         "test_served_app.py",
         "test_served_harness.py",
         "test_served_workers.py",
+        "test_served_adversary.py",
     }
 )
 """Test files about AgentScope 2.x's own objects (the middleware, its state, events and image

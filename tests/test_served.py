@@ -225,7 +225,7 @@ async def test_memory_md_is_the_agents_or_the_users_across_sessions(tmp_path, sc
     await service.turn("bob", "agent-1", "s3", "hi")
     shown_to_bob = "The user prefers tabs." in str(model.calls[-1].messages[0]["content"])
     assert shown_to_bob is (scope == "agent")
-    where = tmp_path / "agent-1" / "context_ext"
+    where = tmp_path / "agent-1" / "context_ext" / "agents" / "agent-1"
     if scope == "user":
         where = where / "users" / "alice"
     assert "The user prefers tabs." in (where / "Memory.md").read_text(encoding="utf-8")
@@ -259,7 +259,7 @@ async def test_the_summarizer_of_a_served_turn_writes_the_agents_memory_before_t
         events += await service.turn("alice", "agent-1", "s1", f"read {tag}")
     assert custom(events, "context_ext.compaction_finished")
     # the Summarizer ran within the turns (nothing is left running after a turn)
-    memory_md = tmp_path / "agent-1" / "context_ext" / "Memory.md"
+    memory_md = tmp_path / "agent-1" / "context_ext" / "agents" / "agent-1" / "Memory.md"
     assert "port 8443" in memory_md.read_text(encoding="utf-8")
     assert custom(events, "context_ext.memory_written")
     # a new session of the agent is shown it

@@ -41,6 +41,7 @@ into the manager.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import AsyncGenerator, Callable
@@ -211,6 +212,7 @@ class ContextMiddleware(MiddlewareBase):
         manager = self._active(agent)
         if manager is not None:
             await manager.attach_tools()
+        interrupted = False
         try:
             async for item in next_handler(**input_kwargs):
                 # What the extension did since the last event goes out first: a compaction
@@ -218,10 +220,24 @@ class ContextMiddleware(MiddlewareBase):
                 if self._outbox and (isinstance(item, ReplyEndEvent) or _is_event(item)):
                     for event in self._sent():
                         yield event
+                if isinstance(item, ReplyEndEvent):
+                    interrupted = str(getattr(item, "finished_reason", "")) == "interrupted"
                 yield item
+        except (asyncio.CancelledError, GeneratorExit):
+            interrupted = True
+            raise
         finally:
             if manager is not None and self.per_turn:
-                await self._end_turn(manager)
+                if interrupted:
+                    # the user stopped the turn: the Summarizer is not waited for (its jobs
+                    # finish in the background, or stay journaled for the next turn)
+                    if not manager.turn_ended:
+                        manager.turn_ended = True
+                        manager.abandon_turn()
+                else:
+                    await self._end_turn(manager)
+            # what this turn wrote reaches a sandboxed workspace even when stopped: the next
+            # turn may be another worker's
             await self._sync("push")
         for event in self._sent():
             yield event
@@ -245,7 +261,11 @@ class ContextMiddleware(MiddlewareBase):
         if manager.turn_ended:
             return
         manager.turn_ended = True
-        await manager.end_turn()
+        try:
+            await manager.end_turn()
+        except Exception as exc:
+            logger.exception("long-term memory failed at the end of a served turn")
+            await self.bus.emit(ContextWarning(where="long_term_memory", error=repr(exc)[:300]))
 
     async def on_acting(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]

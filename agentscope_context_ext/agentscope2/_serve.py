@@ -78,6 +78,88 @@ def parse_storage_url(url: str) -> StorageUrl:
     raise ConfigError(f"--storage {url}: not a storage URL ({forms})")
 
 
+def check_places(storage: StorageUrl, workspaces: Path) -> None:
+    """Prove, before the service starts, that its records and its workspaces can be used: a
+    SQLite file that is a database (or not there yet) in a folder that can be made, a Redis
+    server that answers, a workspaces folder.
+
+    Raises:
+        `ConfigError`: Naming the option and the reason, in one line.
+    """
+    if workspaces.exists() and not workspaces.is_dir():
+        raise ConfigError(f"--workspaces {workspaces}: exists and is not a folder")
+    try:
+        workspaces.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--workspaces {workspaces}: {exc.strerror}") from None
+    if storage.kind == "sqlite":
+        assert storage.path is not None
+        path = storage.path
+        if path.is_dir():
+            raise ConfigError(f"--storage sqlite:///{path}: a folder, not a database file")
+        if path.is_file() and path.stat().st_size:
+            with path.open("rb") as handle:
+                if handle.read(16) != b"SQLite format 3\x00":
+                    raise ConfigError(f"--storage sqlite:///{path}: not a SQLite database")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--storage sqlite:///{path}: {exc.strerror}") from None
+        return
+    try:
+        import redis
+    except ImportError:
+        raise ConfigError(
+            "--storage redis://...: the redis client is not installed "
+            "(pip install 'agentscope-context-ext[redis]')"
+        ) from None
+    client = redis.Redis(
+        host=storage.host,
+        port=storage.port,
+        db=storage.db,
+        password=storage.password,
+        socket_connect_timeout=5,
+        socket_timeout=5,
+    )
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise ConfigError(
+            f"--storage redis://{storage.host}:{storage.port}/{storage.db}: the server does not "
+            f"answer ({reason})"
+        ) from None
+    finally:
+        client.close()
+
+
+def open_records(storage: StorageUrl) -> Any:
+    """AgentScope's storage for ``storage`` (not entered yet)."""
+    from agentscope.app.storage import AsyncSQLAlchemyStorage, RedisStorage
+
+    if storage.kind == "sqlite":
+        assert storage.path is not None
+        return AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{storage.path.resolve()}")
+    return RedisStorage(
+        host=storage.host, port=storage.port, db=storage.db, password=storage.password
+    )
+
+
+async def probe_records(storage: StorageUrl, url: str) -> None:
+    """Open and close the service's storage once, as its start will (a damaged database, a
+    schema it cannot create): one clear error now instead of a failed start.
+
+    Raises:
+        `ConfigError`: Naming ``--storage`` and the reason.
+    """
+    try:
+        async with open_records(storage):
+            pass
+    except Exception as exc:  # noqa: BLE001 - whatever the database driver raises
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+        raise ConfigError(f"--storage {url}: cannot be opened ({reason})") from None
+
+
 def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
     """``create_app`` for the agent file: context management for every agent it runs (the
     file's ``context`` settings), the file's tools, the storage and a local workspace per
@@ -89,7 +171,6 @@ def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
     """
     from agentscope.app import create_app
     from agentscope.app.message_bus import InMemoryMessageBus, RedisMessageBus
-    from agentscope.app.storage import AsyncSQLAlchemyStorage, RedisStorage
     from agentscope.app.workspace_manager import LocalWorkspaceManager
 
     context = spec.context
@@ -102,20 +183,13 @@ def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
     async def tools(user_id: str, agent_id: str, session_id: str) -> list[Any]:
         return [as_tool(f) for f in functions] + [as_tool(f, read_only=False) for f in writers]
 
+    records = open_records(storage)
     if storage.kind == "sqlite":
-        assert storage.path is not None
-        storage.path.parent.mkdir(parents=True, exist_ok=True)
-        records: Any = AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{storage.path.resolve()}")
         bus: Any = InMemoryMessageBus()
     else:
-        where = {
-            "host": storage.host,
-            "port": storage.port,
-            "db": storage.db,
-            "password": storage.password,
-        }
-        records = RedisStorage(**where)
-        bus = RedisMessageBus(**where)
+        bus = RedisMessageBus(
+            host=storage.host, port=storage.port, db=storage.db, password=storage.password
+        )
     workspaces.mkdir(parents=True, exist_ok=True)
     return create_app(
         storage=records,
@@ -174,13 +248,15 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
     spec = load_agent_file(settings.agent)
     storage = parse_storage_url(settings.storage)
     credential, model_class = model_credential(spec.model)
+    check_places(storage, settings.workspaces)
+    await probe_records(storage, settings.storage)
     app = build_app(spec, storage, settings.workspaces)
     sock = bind(settings.host, settings.port)
     host, port = sock.getsockname()[:2]
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{port}"
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    task = asyncio.ensure_future(_serve(server, sock))
     try:
         await _started(server, task)
         async with httpx.AsyncClient(
@@ -198,6 +274,17 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(task), 10)
         sock.close()
+
+
+async def _serve(server: Any, sock: socket.socket) -> None:
+    """uvicorn's ``serve``, whose failed start (``sys.exit(3)``, after logging why) becomes
+    a one-line error instead of ending the command with a code of its own."""
+    try:
+        await server.serve(sockets=[sock])
+    except SystemExit as exc:
+        raise ConfigError(
+            f"the service did not start (exit {exc.code}; its log says why)"
+        ) from None
 
 
 async def _started(server: Any, task: asyncio.Future) -> None:

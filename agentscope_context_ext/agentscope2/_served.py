@@ -13,8 +13,8 @@ workspace (design §11.3):
                                        <basedir>/<agent_id>)
       sessions/<session_id>/           2.x's own offloads (context.jsonl, tool_result-*.txt)
         context_ext/                   this session's dialog/ and tool_result/
-      context_ext/                     the agent's Memory.md and memory/ (memory_scope="agent")
-        users/<user_id>/               ... or one user's (memory_scope="user")
+      context_ext/agents/<agent_id>/   the agent's Memory.md and memory/ (memory_scope="agent")
+        users/<user_id>/               ... or one user's with the agent (memory_scope="user")
 
 With ``workspace: redis://...`` in the config the same layout is kept in that Redis store,
 under ``agents/<agent_id>/``, for workers on several machines. A workspace whose files are not
@@ -27,7 +27,9 @@ worker, or after a restart, continues where the last one stopped.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -38,7 +40,7 @@ from agentscope.model import ChatModelBase
 from agentscope.tool import LocalBackend
 
 from ..core.config import ContextConfig
-from ..core.errors import ConfigError, ContextExtError
+from ..core.errors import ConfigError, ContextExtError, WorkspaceError
 from ..core.longterm import NOTES_DIRNAME
 from ..core.workspace import (
     DIALOG_DIRNAME,
@@ -96,13 +98,13 @@ def context_middleware_factory(
             keeps the files in each agent's own 2.x workspace; a ``redis://`` URL (or a folder)
             keeps them in that store instead, in the same layout.
         memory_scope (`"agent" | "user"`): Whose ``Memory.md`` a session reads and writes:
-            the agent's (every user of the agent shares it) or the user's with this agent.
+            the agent's (every user of the agent shares it) or each user's with this agent.
         compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's.
         mirror (`bool | None`): Work on a local copy of the files, pulled from the workspace
             before a turn and pushed after each step: ``None`` (default) for a workspace whose
             files are not on this machine (a sandbox), ``True`` for every workspace.
-        cache (`str | Path | None`): Where the local copies are (default: a folder in the
-            system's temporary directory).
+        cache (`str | Path | None`): Where the local copies are (default: this user's
+            private folder in the temporary directory, :func:`default_cache`).
 
     Raises:
         `ConfigError`: The configuration is invalid, now rather than at the first turn.
@@ -116,7 +118,7 @@ def context_middleware_factory(
         store = open_storage(settings.workspace)
         check_storage_writable(store)
     checked: set[Path] = set()
-    copies = Path(cache) if cache is not None else Path(tempfile.gettempdir()) / "agentscope-ctx"
+    copies = Path(cache) if cache is not None else None
 
     async def factory(
         user_id: str, agent_id: str, session_id: str, workspace: Any = None
@@ -178,9 +180,10 @@ def served_placement(
         `WorkspaceError`: A folder cannot be written.
     """
     session_key = f"{SESSIONS_DIRNAME}/{_safe_id(session_id)}/{CONTEXT_DIRNAME}"
-    memory_key = CONTEXT_DIRNAME
-    if memory_scope == "user":
-        memory_key = f"{CONTEXT_DIRNAME}/users/{_safe_id(user_id)}"
+    # the agent's id is in the path: agents may share one workspace (one sandbox per user)
+    memory_key = f"{CONTEXT_DIRNAME}/agents/{_safe_id(agent_id)}"
+    if memory_scope == "user":  # what the agent keeps of one user, apart from the others
+        memory_key = f"{memory_key}/users/{_safe_id(user_id)}"
     if store is not None:
         agent_root = f"agents/{_safe_id(agent_id)}"
         session = SubStorage(store, f"{agent_root}/{session_key}")
@@ -190,7 +193,7 @@ def served_placement(
     mirrors: tuple[WorkspaceMirror, ...] = ()
     if mirror or (mirror is None and not local):
         backend = workspace.get_backend().join_path
-        where = (cache or Path(tempfile.gettempdir()) / "agentscope-ctx") / _safe_id(
+        where = (cache or default_cache()) / _safe_id(
             str(getattr(workspace, "workspace_id", "") or workdir)
         )
         session_dir, memory_dir = where / session_key, where / memory_key
@@ -230,9 +233,40 @@ def _workdir(workspace: Any) -> tuple[str, bool]:
     return str(workdir), isinstance(backend, LocalBackend)
 
 
+def default_cache() -> Path:
+    """The folder of the local copies when ``cache=`` is not given: this user's own, in the
+    temporary directory, private (0700).
+
+    Raises:
+        `WorkspaceError`: It exists and is not this user's private folder (a link, another
+            owner, open to others): someone else could read or plant the copies.
+    """
+    uid = os.getuid() if hasattr(os, "getuid") else None  # Windows: no owner to compare
+    path = Path(tempfile.gettempdir()) / f"agentscope-context-ext-{uid if uid is not None else 0}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError as exc:
+        raise WorkspaceError(f"the cache folder {path} cannot be made: {exc.strerror}") from None
+    foreign = uid is not None and (info.st_uid != uid or info.st_mode & 0o077)
+    if not stat.S_ISDIR(info.st_mode) or foreign:
+        raise WorkspaceError(
+            f"the cache folder {path} is not this user's private folder (a link, another "
+            "owner, or open to others); pass cache= a folder of your own"
+        )
+    return path
+
+
 def _safe_id(value: str) -> str:
-    """``value`` as one path segment: itself when it is one, else a digest of it."""
+    """``value`` as one path segment: itself when it is one that no file system folds into
+    another (lower case, digits, ``_ . -``; not of the digests' form), else ``id-`` and a
+    digest of it, so that two ids never share a folder (``Alice`` and ``alice`` included)."""
     text = str(value)
-    if _ID_RE.match(text) and text not in (".", ".."):
+    if (
+        _ID_RE.fullmatch(text)
+        and text == text.lower()
+        and text not in (".", "..")
+        and not text.startswith("id-")
+    ):
         return text
     return "id-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -337,6 +337,12 @@ class ContextManager(ABC):
         if self.long_term_service is not None:
             await self.long_term_service.end_turn()
 
+    def abandon_turn(self) -> None:
+        """A served turn was interrupted: nothing is awaited (the Summarizer's jobs finish in the
+        background; a dead worker's stay journaled for the next turn); the scheduler stops."""
+        if self.long_term_service is not None:
+            self.long_term_service.abandon_turn()
+
     def close_long_term(self) -> None:
         """Stop long-term memory (the scheduler; ``Memory.md`` taken away from the model)."""
         if self.long_term_service is not None:

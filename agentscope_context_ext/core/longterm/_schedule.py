@@ -50,10 +50,13 @@ def write_state(memory: LongTermMemory, **updates: Any) -> None:
 def last_consolidation(memory: LongTermMemory) -> datetime | None:
     """When the last consolidation ran (aware datetime), or ``None``."""
     value = read_state(memory).get("last_run")
+    if not isinstance(value, str) or not value:
+        return None  # never, or a record edited by hand into something else
     try:
-        return datetime.fromisoformat(value) if value else None
+        when = datetime.fromisoformat(value)
     except ValueError:
         return None
+    return when if when.tzinfo is not None else when.astimezone()  # naive: local time
 
 
 class ConsolidationScheduler:

@@ -137,6 +137,13 @@ class LongTermService:
         if isinstance(event, CompactionFinished) and self.summarizer is not None:
             self.summarizer.submit(render_for_summary(list(event.messages)))
 
+    def abandon_turn(self) -> None:
+        """An interrupted served turn: nothing is awaited. The Summarizer's jobs go on in the
+        background and finish on their own (cancelling one would end its agent's reply early,
+        which the job takes for its answer, and lose the summary); a job whose worker dies
+        stays journaled and the next turn resumes it. The scheduler stops."""
+        self.close()
+
     async def drain(self) -> None:
         """Wait for every pending Summarizer job."""
         if self.summarizer is not None:
