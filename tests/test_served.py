@@ -20,6 +20,7 @@ from agentscope.workspace import LocalWorkspace
 from agentscope_context_ext import (
     ConfigError,
     ContextExtError,
+    WorkspaceError,
     context_middleware_factory,
 )
 from agentscope_context_ext.core.truncation import split_notice
@@ -353,3 +354,22 @@ async def test_a_change_the_sandbox_did_not_take_is_kept_and_pushed_later(tmp_pa
     assert await fresh.pull() == 1
     await later.push()
     assert not (remote / "dialog" / "d.jsonl").exists()
+
+
+async def test_a_turn_whose_workspace_cannot_be_read_fails_clearly_and_calls_no_model(tmp_path):
+    model = ScriptedChatModel(["hello", "hello"])
+    factory = context_middleware_factory(config(), mirror=True, cache=tmp_path / "c")
+    service = Service(tmp_path / "agent-1", factory, model)
+    await service.turn("alice", "agent-1", "s1", "hi")  # the workspace exists and works
+    middlewares = await factory("alice", "agent-1", "s1", service.workspace)
+    service.workspace._backend = None  # the sandbox disconnected: get_backend() raises
+    agent = Agent(
+        name="worker",
+        system_prompt="You work with tools.",
+        model=model,
+        middlewares=middlewares,
+        state=AgentState.model_validate_json(service.states["s1"]),
+    )
+    with pytest.raises(WorkspaceError, match="cannot be read"):
+        await agent.reply(UserMsg("user", "again"))
+    assert len(model.calls) == 1  # the failed turn called no model

@@ -298,10 +298,11 @@ async def test_a_pull_that_failed_is_not_followed_by_a_push_over_the_sandboxs_fi
     sandbox.away = True
     turn = WorkspaceMirror(lambda: sandbox, str(remote), local)
     with pytest.raises(ConnectionError):
-        await turn.pull()  # a warning on the stream, and the turn goes on
+        await turn.pull()  # the middleware ends the turn here (WorkspaceError)
     sandbox.away = False
     LongTermMemory(local).append("The API listens on port 8443.", section="Facts")
-    await turn.push()  # after the step, the sandbox answering again
+    with pytest.raises(RuntimeError, match="not pulled"):
+        await turn.push()  # a copy not known to be in step pushes nothing
     assert "prefers tabs" in (remote / "Memory.md").read_text(encoding="utf-8")
 
 

@@ -53,7 +53,7 @@ from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
 
 from ..core.config import ContextConfig
-from ..core.errors import ContextExtError
+from ..core.errors import ContextExtError, WorkspaceError
 from ..core.events import ContextEvent, ContextStats, ContextWarning, EventBus
 from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ContextManager
@@ -208,7 +208,7 @@ class ContextMiddleware(MiddlewareBase):
     ) -> AsyncGenerator:
         if self.placement.mirrors and not self._pulled:
             self._pulled = True
-            await self._sync("pull")
+            await self._pull()
         manager = self._active(agent)
         if manager is not None:
             await manager.attach_tools()
@@ -238,21 +238,31 @@ class ContextMiddleware(MiddlewareBase):
                     await self._end_turn(manager)
             # what this turn wrote reaches a sandboxed workspace even when stopped: the next
             # turn may be another worker's
-            await self._sync("push")
+            await self._push()
         for event in self._sent():
             yield event
 
-    async def _sync(self, direction: str) -> None:
-        """Bring the local copies of a sandboxed workspace's folders up to date (``pull``) or
-        write what changed into the workspace (``push``); a failure is a warning (the files are
+    async def _pull(self) -> None:
+        """The local copies brought up to date before the turn. A pull that fails ends the
+        turn with a clear error: a turn on a copy not known to be in step would start the
+        stores afresh and, later, write them over the workspace's files."""
+        for mirror in self.placement.mirrors:
+            try:
+                await mirror.pull()
+            except Exception as exc:
+                reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+                raise WorkspaceError(
+                    f"the agent's workspace cannot be read ({mirror.remote}): {reason}"
+                ) from exc
+
+    async def _push(self) -> None:
+        """Write what changed into a sandboxed workspace; a failure is a warning (the files are
         on this machine's disk meanwhile) and the next push writes them."""
         for mirror in self.placement.mirrors:
             try:
-                await (mirror.pull() if direction == "pull" else mirror.push())
+                await mirror.push()
             except Exception as exc:  # noqa: BLE001 - whatever the sandbox's transport raises
-                await self.bus.emit(
-                    ContextWarning(where=f"workspace {direction}", error=repr(exc)[:300])
-                )
+                await self.bus.emit(ContextWarning(where="workspace push", error=repr(exc)[:300]))
 
     async def _end_turn(self, manager: AgentManager) -> None:
         """A per-turn middleware's last act, after the reply's end went out (the client is not
@@ -284,7 +294,7 @@ class ContextMiddleware(MiddlewareBase):
                 yield item
         finally:
             self._running.discard(key)
-            await self._sync("push")
+            await self._push()
 
     async def on_model_call(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
@@ -339,7 +349,7 @@ class ContextMiddleware(MiddlewareBase):
             await manager.before_model_call(forced=forced, instruction=instruction)
         finally:
             self._running.discard("compress")
-            await self._sync("push")
+            await self._push()
 
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         manager = self._active(agent)

@@ -62,6 +62,7 @@ class WorkspaceMirror:
         self.local = local
         self._manifest = local / _MANIFEST
         self._synced, self._there = self._load()
+        self._pulled = False
 
     def _load(self) -> tuple[dict[str, tuple], dict[str, tuple]]:
         """What was last in step: each file's (size, time) here and there."""
@@ -146,11 +147,16 @@ class WorkspaceMirror:
             if rel in pulled or (rel in local and self._synced.get(rel) == local[rel])
         }
         self._save(here, {rel: there[rel] for rel in here if rel in there})
+        self._pulled = True
         return len(pulled)
 
     async def push(self) -> int:
         """Write into the workspace what changed locally since the last pull or push, and
         delete there what was deleted here; returns how many files were written or deleted."""
+        if not self._pulled:
+            # a copy that is not known to be in step (its pull failed) would write what it
+            # started afresh over the workspace's files
+            raise RuntimeError(f"{self.remote}: not pulled, nothing is pushed over it")
         now = self._local_files()
         changed = [rel for rel, seen in now.items() if self._synced.get(rel) != seen]
         gone = [rel for rel in self._synced if rel not in now]

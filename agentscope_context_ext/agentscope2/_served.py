@@ -190,6 +190,12 @@ def served_placement(
         long_term = SubStorage(store, f"{agent_root}/{memory_key}")
         return Placement(session.location, session, long_term)
     workdir, local = _workdir(workspace)
+    if mirror is False and not local:
+        raise ContextExtError(
+            f"context_middleware_factory(mirror=False): the agent's workspace "
+            f"{type(workspace).__name__} keeps its files in {workdir} on another machine; "
+            "leave mirror unset (a local copy is kept in step with it)"
+        )
     mirrors: tuple[WorkspaceMirror, ...] = ()
     if mirror or (mirror is None and not local):
         backend = workspace.get_backend().join_path
