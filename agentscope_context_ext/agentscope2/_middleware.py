@@ -36,7 +36,8 @@ What each hook does:
 - ``on_system_prompt``: ``Memory.md`` after the agent's system prompt.
 
 One module on purpose: the hooks and their order are read together; each hook is a short call
-into the manager.
+into the manager (or, for a served middleware, into the event outbox and the local copies of a
+sandboxed workspace, which the hooks drive in order).
 """
 
 from __future__ import annotations

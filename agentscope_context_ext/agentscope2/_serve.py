@@ -6,6 +6,9 @@ context settings, the agent file's tools for every agent, SQLite (one process) o
 (several workers, with ``RedisMessageBus``) and a ``LocalWorkspaceManager``. :func:`serve` runs it
 under uvicorn and registers the agent file's model as a credential and its agent, for one user,
 through the service's own HTTP API (so what it makes is what a client would have made).
+
+One module on purpose: the command is one sequence (check the places, open the records, build
+the app, start it, register, print) whose steps are short and read in order.
 """
 
 from __future__ import annotations
