@@ -570,3 +570,23 @@ class ServeProcess:
                 self.process.kill()
                 self.process.wait()
         return self.process.stderr.read() if self.process.stderr else ""
+
+
+def agent_file(folder: Path, model_url: str = "http://127.0.0.1:9/v1", **context: int) -> Path:
+    """A ``serve``-able agent file in ``folder``: an openai-compatible model at ``model_url``
+    (by default a port nobody listens on), a 16k window, long-term memory off."""
+    path = folder / "agent.yaml"
+    path.write_text(
+        "name: reader\n"
+        "system_prompt: You read files.\n"
+        "model:\n"
+        "  provider: openai-compatible\n"
+        "  model: scripted\n"
+        f"  base_url: {model_url}\n"
+        "  stream: false\n"
+        "context:\n"
+        f"  max_input_tokens: {context.get('max_input_tokens', 16384)}\n"
+        "  long_term_memory: {enabled: false}\n",
+        encoding="utf-8",
+    )
+    return path

@@ -13,31 +13,13 @@ from pathlib import Path
 
 import pytest
 from llm_servers import ModelServer, Reply
-from served_app import SERVE_COMMAND, ServeProcess, service_missing
+from served_app import SERVE_COMMAND, ServeProcess, agent_file, service_missing
 
 from agentscope_context_ext import agentscope_major
 
 needs_service = pytest.mark.skipif(service_missing() is not None, reason=str(service_missing()))
 
 START_SECONDS = 90
-
-
-def agent_file(folder: Path, model_url: str, **context) -> Path:
-    path = folder / "agent.yaml"
-    path.write_text(
-        "name: reader\n"
-        "system_prompt: You read files.\n"
-        "model:\n"
-        "  provider: openai-compatible\n"
-        "  model: scripted\n"
-        f"  base_url: {model_url}\n"
-        "  stream: false\n"
-        "context:\n"
-        f"  max_input_tokens: {context.get('max_input_tokens', 16384)}\n"
-        "  long_term_memory: {enabled: false}\n",
-        encoding="utf-8",
-    )
-    return path
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

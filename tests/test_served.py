@@ -6,16 +6,11 @@ The same over real HTTP, ``create_app`` under uvicorn, is ``test_served_app.py``
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from agentscope.agent import Agent, ReActConfig
-from agentscope.event import CustomEvent
+from agentscope.agent import Agent
 from agentscope.message import ToolResultBlock, UserMsg
-from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
-from agentscope.tool import FunctionTool, Toolkit
-from agentscope.workspace import LocalWorkspace
+from served_turns import WINDOW, Worker, big_output, config, custom
 
 from agentscope_context_ext import (
     ConfigError,
@@ -28,65 +23,10 @@ from agentscope_context_ext.core.workspace import SubStorage
 from agentscope_context_ext.replay import prompt_pair_violations
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
 
-ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test tool")
-WINDOW = 16384
-
-
-def big_output(tag: str) -> str:
-    """A ~160 KB output.
-
-    Args:
-        tag (str): What each line starts with.
-    """
-    return "\n".join(f"{tag} {i:05d} " + "y" * 80 for i in range(1800))
-
-
-class Service:
-    """What ``ChatService._run_impl`` does per turn, in process: the state goes through JSON
-    between turns as the app's storage keeps it, and everything else is built anew."""
-
-    def __init__(self, workdir: Path, factory, model: ScriptedChatModel) -> None:
-        self.workdir = workdir
-        self.factory = factory
-        self.model = model
-        self.states: dict[str, str] = {}
-        self.workspace: LocalWorkspace | None = None
-
-    async def turn(self, user: str, agent_id: str, session: str, text: str) -> list:
-        if self.workspace is None:
-            self.workspace = LocalWorkspace(workdir=str(self.workdir))
-            await self.workspace.initialize()
-        saved = self.states.get(session)
-        state = AgentState.model_validate_json(saved) if saved else AgentState()
-        state.session_id = session
-        agent = Agent(
-            name="worker",
-            system_prompt="You work with tools.",
-            model=self.model,
-            toolkit=Toolkit(tools=[FunctionTool(big_output, permission=ALLOW)]),
-            middlewares=await self.factory(user, agent_id, session, self.workspace),
-            react_config=ReActConfig(max_iters=20),
-            state=state,
-            offloader=self.workspace,
-        )
-        events = [event async for event in agent.reply_stream(UserMsg("user", text))]
-        self.states[session] = agent.state.model_dump_json()
-        return events
-
 
 def asked(call: ModelCall) -> str:
     """The tag of the last "read <tag>" the user sent."""
     return call.text.rsplit("read ", 1)[-1].split()[0]
-
-
-def custom(events: list, name: str) -> list[dict]:
-    return [e.value for e in events if isinstance(e, CustomEvent) and e.name == name]
-
-
-def config(**extra) -> dict:
-    data = {"max_input_tokens": WINDOW, "long_term_memory": {"enabled": False}}
-    data.update(extra)
-    return data
 
 
 async def test_turns_rebuilt_each_time_compact_and_keep_everything_in_the_workspace(
@@ -103,7 +43,7 @@ async def test_turns_rebuilt_each_time_compact_and_keep_everything_in_the_worksp
         return reply(None, tool_call("big_output", tag=asked(call)))
 
     model = ScriptedChatModel(script)
-    service = Service(tmp_path / "agent-1", context_middleware_factory(config()), model)
+    service = Worker(tmp_path / "agent-1", context_middleware_factory(config()), model)
     notices: list[str] = []
     compactions = 0
     for tag in outputs:
@@ -149,8 +89,8 @@ async def test_two_sessions_and_two_agents_do_not_see_each_other(tmp_path):
 
     model = ScriptedChatModel(script)
     factory = context_middleware_factory(config())
-    one = Service(tmp_path / "agent-1", factory, model)
-    two = Service(tmp_path / "agent-2", factory, model)
+    one = Worker(tmp_path / "agent-1", factory, model)
+    two = Worker(tmp_path / "agent-2", factory, model)
     await one.turn("alice", "agent-1", "s1", "read alpha")
     await one.turn("alice", "agent-1", "s2", "read beta")
     await two.turn("alice", "agent-2", "s3", "read gamma")
@@ -174,7 +114,7 @@ async def test_a_store_of_our_own_keeps_the_same_layout(tmp_path):
             else reply(None, tool_call("big_output", tag="zeta"))
         )
     )
-    service = Service(tmp_path / "agent-1", factory, model)
+    service = Worker(tmp_path / "agent-1", factory, model)
     await service.turn("alice", "agent-1", "s1", "read zeta")
     folder = store / "agents" / "agent-1" / "sessions" / "s1" / "context_ext" / "tool_result"
     assert {p.read_text(encoding="utf-8") for p in folder.glob("*.txt")} == {big_output("zeta")}
@@ -219,7 +159,7 @@ async def test_memory_md_is_the_agents_or_the_users_across_sessions(tmp_path, sc
     memory = {"enabled": True, "consolidation_time": "off", "summarize_on_compaction": False}
     model = ScriptedChatModel(script)
     factory = context_middleware_factory(config(long_term_memory=memory), memory_scope=scope)
-    service = Service(tmp_path / "agent-1", factory, model)
+    service = Worker(tmp_path / "agent-1", factory, model)
     await service.turn("alice", "agent-1", "s1", "please remember this")
     await service.turn("alice", "agent-1", "s2", "hi")
     assert "The user prefers tabs." in str(model.calls[-1].messages[0]["content"])
@@ -252,7 +192,7 @@ async def test_the_summarizer_of_a_served_turn_writes_the_agents_memory_before_t
 
     memory = {"enabled": True, "consolidation_time": "off"}
     model = ScriptedChatModel(script)
-    service = Service(
+    service = Worker(
         tmp_path / "agent-1", context_middleware_factory(config(long_term_memory=memory)), model
     )
     events: list = []
@@ -283,7 +223,7 @@ async def test_a_workspace_reached_through_its_backend_keeps_everything_across_w
 
     model = ScriptedChatModel(script)
     workdir = tmp_path / "agent-1"
-    first = Service(
+    first = Worker(
         workdir, context_middleware_factory(config(), mirror=True, cache=tmp_path / "one"), model
     )
     compactions = 0
@@ -299,7 +239,7 @@ async def test_a_workspace_reached_through_its_backend_keeps_everything_across_w
     assert before
 
     # another worker: an empty local copy, the same workspace and the state the service stored
-    second = Service(
+    second = Worker(
         workdir, context_middleware_factory(config(), mirror=True, cache=tmp_path / "two"), model
     )
     second.states = first.states
@@ -359,7 +299,7 @@ async def test_a_change_the_sandbox_did_not_take_is_kept_and_pushed_later(tmp_pa
 async def test_a_turn_whose_workspace_cannot_be_read_fails_clearly_and_calls_no_model(tmp_path):
     model = ScriptedChatModel(["hello", "hello"])
     factory = context_middleware_factory(config(), mirror=True, cache=tmp_path / "c")
-    service = Service(tmp_path / "agent-1", factory, model)
+    service = Worker(tmp_path / "agent-1", factory, model)
     await service.turn("alice", "agent-1", "s1", "hi")  # the workspace exists and works
     middlewares = await factory("alice", "agent-1", "s1", service.workspace)
     service.workspace._backend = None  # the sandbox disconnected: get_backend() raises

@@ -20,14 +20,17 @@ from agentscope_context_ext import agentscope_major
 if agentscope_major() < 2:
     pytest.skip("create_app and the 2.x middleware are AgentScope 2.x's", allow_module_level=True)
 
-from agentscope.agent import Agent, ReActConfig
-from agentscope.event import CustomEvent, ReplyEndEvent
+from agentscope.event import ReplyEndEvent
 from agentscope.message import ToolResultBlock, UserMsg
-from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.state import AgentState
-from agentscope.tool import FunctionTool, LocalBackend, Toolkit
-from agentscope.workspace import LocalWorkspace
-from served_app import service_missing
+from agentscope.tool import LocalBackend
+from served_app import agent_file, service_missing
+from served_turns import (
+    Worker,
+    config,
+    custom,
+    local_workspace,
+    system_text,
+)
 
 from agentscope_context_ext import ContextConfig, context_middleware_factory
 from agentscope_context_ext.agentscope2._mirror import WorkspaceMirror
@@ -35,72 +38,8 @@ from agentscope_context_ext.agentscope2._served import served_placement
 from agentscope_context_ext.cli._main import main
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
 
-ALLOW = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test tool")
 needs_service = pytest.mark.skipif(service_missing() is not None, reason=str(service_missing()))
-WINDOW = 16384
 COMMAND = str(Path(sys.executable).with_name("agentscope-context"))
-
-
-def big_output(tag: str) -> str:
-    """A ~160 KB output.
-
-    Args:
-        tag (str): What each line starts with.
-    """
-    return "\n".join(f"{tag} {i:05d} " + "y" * 80 for i in range(1800))
-
-
-def config(**extra) -> dict:
-    data = {"max_input_tokens": WINDOW, "long_term_memory": {"enabled": False}}
-    data.update(extra)
-    return data
-
-
-def custom(events: list, name: str) -> list[dict]:
-    return [e.value for e in events if isinstance(e, CustomEvent) and e.name == name]
-
-
-def system_text(call: ModelCall) -> str:
-    system = call.messages[0]["content"]
-    return system if isinstance(system, str) else system[0]["text"]
-
-
-class Worker:
-    """One service worker, as ``ChatService`` runs a turn: a new agent and middleware per turn,
-    the state through JSON between turns, the agent's 2.x workspace."""
-
-    def __init__(self, workspace: LocalWorkspace, factory, model: ScriptedChatModel) -> None:
-        self.workspace = workspace
-        self.factory = factory
-        self.model = model
-        self.states: dict[str, str] = {}
-
-    async def agent(self, user: str, agent_id: str, session: str) -> Agent:
-        saved = self.states.get(session)
-        state = AgentState.model_validate_json(saved) if saved else AgentState()
-        state.session_id = session
-        return Agent(
-            name="worker",
-            system_prompt="You work with tools.",
-            model=self.model,
-            toolkit=Toolkit(tools=[FunctionTool(big_output, permission=ALLOW)]),
-            middlewares=await self.factory(user, agent_id, session, self.workspace),
-            react_config=ReActConfig(max_iters=20),
-            state=state,
-            offloader=self.workspace,
-        )
-
-    async def turn(self, user: str, agent_id: str, session: str, text: str) -> list:
-        agent = await self.agent(user, agent_id, session)
-        events = [event async for event in agent.reply_stream(UserMsg("user", text))]
-        self.states[session] = agent.state.model_dump_json()
-        return events
-
-
-async def local_workspace(folder: Path) -> LocalWorkspace:
-    workspace = LocalWorkspace(workdir=str(folder))
-    await workspace.initialize()
-    return workspace
 
 
 # --------------------------------------------------------------------------- the mirror
@@ -654,24 +593,6 @@ async def test_an_interrupted_turn_still_pushes_what_it_wrote(tmp_path):
 
 
 # --------------------------------------------------------------------------- the command
-
-
-def agent_file(folder: Path) -> Path:
-    path = folder / "agent.yaml"
-    path.write_text(
-        "name: reader\n"
-        "system_prompt: You read files.\n"
-        "model:\n"
-        "  provider: openai-compatible\n"
-        "  model: scripted\n"
-        "  base_url: http://127.0.0.1:9/v1\n"
-        "  stream: false\n"
-        "context:\n"
-        "  max_input_tokens: 16384\n"
-        "  long_term_memory: {enabled: false}\n",
-        encoding="utf-8",
-    )
-    return path
 
 
 def run_serve(*args: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
