@@ -24,7 +24,12 @@ from typing import Any
 
 from agentscope.model import ChatModelBase, ChatResponse
 
-from ..core.provider_errors import LengthRejection, length_rejection, with_first_chunk
+from ..core.provider_errors import (
+    LengthRejection,
+    length_rejection,
+    relay_stream,
+    with_first_chunk,
+)
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -101,21 +106,14 @@ class UsageTap(ChatModelBase):
         await self._report(response, tools, tool_choice)
         return response
 
-    async def _relay(
+    def _relay(
         self, chunks: AsyncGenerator[ChatResponse, None], tools: Any, tool_choice: Any
     ) -> AsyncGenerator[ChatResponse, None]:
-        last = None
-        try:
-            async for chunk in chunks:
-                last = chunk
-                yield chunk
-        except Exception as exc:
-            # A rejection after the answer began cannot be retried: learn from it and raise.
-            rejection = length_rejection(exc)
-            if rejection is not None and self._on_late_rejection is not None:
-                await self._on_late_rejection(rejection)
-            raise
-        await self._report(last, tools, tool_choice)
+        return relay_stream(
+            chunks,
+            lambda last: self._report(last, tools, tool_choice),
+            self._on_late_rejection,
+        )
 
     async def _report(self, response: Any, tools: Any, tool_choice: Any) -> None:
         usage = getattr(response, "usage", None)

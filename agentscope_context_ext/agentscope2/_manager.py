@@ -28,7 +28,7 @@ from ..core.errors import ContextExtError
 from ..core.events import ContextWarning, EventBus
 from ..core.manager import ContextManager, LongTermHooks, resolve_window
 from ..core.pipeline import ResultSlot
-from ..core.provider_errors import length_rejection
+from ..core.provider_errors import relay_stream
 from ..core.tokens import get_token_counter
 from ..core.workspace import DialogStore, Storage, ToolResultStore
 from ._context import StatePort, changed_output
@@ -258,7 +258,7 @@ class AgentManager(ContextManager):
             except Exception as exc:  # noqa: BLE001 - a count that fails must not fail the call
                 await self.bus.emit(ContextWarning(where="usage", error=repr(exc)[:300]))
 
-    async def relay_usage(
+    def relay_usage(
         self,
         chunks: AsyncGenerator,
         sent: tuple[str, list[dict]] | None = None,
@@ -267,18 +267,9 @@ class AgentManager(ContextManager):
         """Pass a streamed response through; the last chunk's usage is recorded. A length
         rejection that comes after the answer began cannot be retried: it is learned from and
         raised."""
-        last = None
-        try:
-            async for chunk in chunks:
-                last = chunk
-                yield chunk
-        except Exception as exc:
-            rejection = length_rejection(exc)
-            if rejection is not None:
-                await self.learn_rejection(rejection)
-            raise
-        if last is not None:
-            await self.usage_seen(last, sent, tool_choice)
+        return relay_stream(
+            chunks, lambda last: self.usage_seen(last, sent, tool_choice), self.learn_rejection
+        )
 
     # ---------------------------------------------------------------- public
 

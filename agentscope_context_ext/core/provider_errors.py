@@ -15,11 +15,11 @@ from __future__ import annotations
 import inspect
 import re
 import warnings
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LengthRejection", "length_rejection", "with_first_chunk"]
+__all__ = ["LengthRejection", "length_rejection", "relay_stream", "with_first_chunk"]
 
 _NUMBER = r"(\d[\d,]*)"
 _REJECTIONS = (
@@ -144,3 +144,25 @@ async def _replay(first: Any, rest: AsyncGenerator) -> AsyncGenerator[Any, None]
     yield first
     async for chunk in rest:
         yield chunk
+
+
+async def relay_stream(
+    chunks: AsyncGenerator,
+    on_last: Callable[[Any], Awaitable[Any]],
+    on_rejection: Callable[[LengthRejection], Awaitable[Any]] | None = None,
+) -> AsyncGenerator[Any, None]:
+    """Pass a streamed response through and call ``on_last(last_chunk)`` once it ended (the
+    last chunk carries the usage). A length rejection after the answer began cannot be retried:
+    ``on_rejection`` learns from it, then it is raised."""
+    last = None
+    try:
+        async for chunk in chunks:
+            last = chunk
+            yield chunk
+    except Exception as exc:
+        rejection = length_rejection(exc)
+        if rejection is not None and on_rejection is not None:
+            await on_rejection(rejection)
+        raise
+    if last is not None:
+        await on_last(last)
