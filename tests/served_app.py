@@ -590,3 +590,15 @@ def agent_file(folder: Path, model_url: str = "http://127.0.0.1:9/v1", **context
         encoding="utf-8",
     )
     return path
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``agentscope-context ARGS`` run to its end in ``cwd``; its output captured."""
+    return subprocess.run(
+        [SERVE_COMMAND, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )

@@ -6,31 +6,17 @@ The agent file's model is an OpenAI-protocol loopback server with scripted answe
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-from pathlib import Path
 
 import pytest
 from llm_servers import ModelServer, Reply
-from served_app import SERVE_COMMAND, ServeProcess, agent_file, service_missing
+from served_app import ServeProcess, agent_file, run_cli, service_missing
 
 from agentscope_context_ext import agentscope_major
 
 needs_service = pytest.mark.skipif(service_missing() is not None, reason=str(service_missing()))
 
 START_SECONDS = 90
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [SERVE_COMMAND, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
 
 
 @needs_service

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import socket
 import subprocess
-import sys
 import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -23,7 +20,7 @@ if agentscope_major() < 2:
 from agentscope.event import ReplyEndEvent
 from agentscope.message import ToolResultBlock, UserMsg
 from agentscope.tool import LocalBackend
-from served_app import agent_file, service_missing
+from served_app import agent_file, run_cli, service_missing
 from served_turns import (
     Worker,
     config,
@@ -39,7 +36,6 @@ from agentscope_context_ext.cli._main import main
 from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, tool_call
 
 needs_service = pytest.mark.skipif(service_missing() is not None, reason=str(service_missing()))
-COMMAND = str(Path(sys.executable).with_name("agentscope-context"))
 
 
 # --------------------------------------------------------------------------- the mirror
@@ -595,17 +591,6 @@ async def test_an_interrupted_turn_still_pushes_what_it_wrote(tmp_path):
 # --------------------------------------------------------------------------- the command
 
 
-def run_serve(*args: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [COMMAND, "serve", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
 def one_line_exit_2(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
     lines = result.stderr.strip().splitlines()
@@ -651,7 +636,8 @@ def test_serve_storage_that_is_not_a_database_is_one_line_and_exit_2(tmp_path, k
         database.mkdir()
     else:
         database.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
-    result = run_serve(
+    result = run_cli(
+        "serve",
         "--agent",
         str(spec),
         "--port",
@@ -678,7 +664,8 @@ def test_serve_storage_on_a_redis_nobody_listens_on_is_one_line_and_quick(tmp_pa
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()  # a loopback port nobody listens on
-    result = run_serve(
+    result = run_cli(
+        "serve",
         "--agent",
         str(spec),
         "--port",
