@@ -49,7 +49,7 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
-from agentscope.event import CustomEvent, ReplyEndEvent
+from agentscope.event import CustomEvent, EventBase, ReplyEndEvent
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
 
@@ -218,7 +218,7 @@ class ContextMiddleware(MiddlewareBase):
             async for item in next_handler(**input_kwargs):
                 # What the extension did since the last event goes out first: a compaction
                 # before the model call that follows it, a cut before the reply's end.
-                if self._outbox and (isinstance(item, ReplyEndEvent) or _is_event(item)):
+                if self._outbox and isinstance(item, EventBase):
                     for event in self._sent():
                         yield event
                 if isinstance(item, ReplyEndEvent):
@@ -357,10 +357,6 @@ class ContextMiddleware(MiddlewareBase):
         if manager is None:
             return current_prompt
         return manager.system_prompt(current_prompt)
-
-
-def _is_event(item: Any) -> bool:
-    return isinstance(getattr(item, "type", None), str) and hasattr(item, "created_at")
 
 
 def _plain(value: Any) -> Any:
