@@ -16,6 +16,7 @@ Public API (everything a user needs is importable from here):
   :class:`ContextMiddleware`, :class:`ContextOffloader` and, for ``create_app``,
   :func:`context_middleware_factory`; :class:`CompactSummary`
 - events: :class:`ContextEvent`, :class:`ContextStats`
+- traces: :func:`trace_to` (AgentScope Studio or any OTLP/HTTP receiver; design §9.1)
 - errors: :class:`ContextExtError` and its subclasses (:class:`ConfigError`,
   :class:`WorkspaceError`, :class:`WorkspaceWriteError`, :class:`ContextOverflowError`)
 - testing: ``agentscope_context_ext.testing.ScriptedChatModel``
@@ -40,6 +41,7 @@ from .core.errors import (
     ConfigError,
     ContextExtError,
     ContextOverflowError,
+    TracingError,
     WorkspaceError,
     WorkspaceWriteError,
 )
@@ -70,6 +72,7 @@ if agentscope_major() >= 2:
         make_memory_tools,
         make_read_file_tool,
         open_dialog,
+        trace_to,
     )
 else:
     from .agentscope1 import (
@@ -86,6 +89,7 @@ else:
         make_memory_tools,
         make_read_file_tool,
         open_dialog,
+        trace_to,
     )
 
 _ONLY = {
@@ -141,6 +145,7 @@ __all__ = [
     "TokenCounter",
     "ToolResultStore",
     "ToolsConfig",
+    "TracingError",
     "TruncationConfig",
     "TruncationNotice",
     "WorkspaceError",
@@ -157,5 +162,6 @@ __all__ = [
     "make_read_file_tool",
     "open_dialog",
     "split_notice",
+    "trace_to",
     "truncate_text_output",
 ]

@@ -49,14 +49,14 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``agentscope1`` inside a shared file are skipped on 2.x (with the reason)."""
-    if agentscope_major() < 2:
-        return
+    """Tests marked ``agentscope1`` (``agentscope2``) inside a shared file are skipped on the
+    other major (with the reason)."""
+    other = "agentscope1" if agentscope_major() >= 2 else "agentscope2"
     skip = pytest.mark.skip(
-        reason=f"drives AgentScope 1.x objects; {agentscope_version()} installed"
+        reason=f"drives AgentScope {other[-1]}.x objects; {agentscope_version()} installed"
     )
     for item in items:
-        if item.get_closest_marker("agentscope1"):
+        if item.get_closest_marker(other):
             item.add_marker(skip)
 
 

@@ -523,8 +523,9 @@ class ServeProcess:
         if not self.lines or not self.lines[-1].startswith("stop with"):
             self.stop()
             raise ServedAppError(f"serve did not start: {self.process.stderr.read()}")
-        self.url = re.search(r"at (http://\S+) ", self.lines[0]).group(1)
-        self.user = re.search(r"\(user (\S+),", self.lines[0]).group(1)
+        serving = next(line for line in self.lines if re.search(r"at http://\S+ ", line))
+        self.url = re.search(r"at (http://\S+) ", serving).group(1)
+        self.user = re.search(r"\(user (\S+),", serving).group(1)
         session_line = next(line for line in self.lines if line.startswith("a session:"))
         self.session_body = json.loads(session_line.split(" -d '", 1)[1].rsplit("'", 1)[0])
         self.agent_id: str = self.session_body["agent_id"]

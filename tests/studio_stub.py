@@ -14,6 +14,8 @@ from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import socketio
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from otlp_receiver import records
 
 
 class _ThreadingServer(ThreadingMixIn, WSGIServer):
@@ -27,7 +29,14 @@ class _QuietHandler(WSGIRequestHandler):
 
 def start_stub() -> tuple[str, dict]:
     """Start the stub on a free loopback port; returns (url, record of what it received)."""
-    received: dict = {"runs": [], "messages": [], "connected": 0, "traces": 0}
+    received: dict = {
+        "runs": [],
+        "messages": [],
+        "connected": 0,
+        "traces": 0,
+        "spans": [],
+        "services": [],
+    }
     sio = socketio.Server(async_mode="threading", cors_allowed_origins="*")
 
     @sio.on("connect", namespace="/python")
@@ -44,6 +53,11 @@ def start_stub() -> tuple[str, dict]:
             received["messages"].append(json.loads(body))
         elif path == "/v1/traces":
             received["traces"] += 1
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            spans = records(request)
+            received["spans"] += [span.name for span in spans]
+            received["services"] = sorted({*received["services"], *(s.service for s in spans)})
         start_response("200 OK", [("Content-Type", "application/json")])
         return [b"{}"]
 
@@ -110,6 +124,9 @@ def main_cli(argv: list[str]) -> None:
 
     url, received = start_stub()
     code = cli_main([*argv, "--studio-url", url, "--project", "cli-test"])
+    from opentelemetry import trace
+
+    trace.get_tracer_provider().force_flush()  # agentscope.init's exporter, before we print
     sys.stdout.flush()
     print("\n" + json.dumps({**received, "exit_code": code}))
 

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_context_ext.compat import agentscope_major
-
 STUB = Path(__file__).with_name("studio_stub.py")
 CLI = "import sys; from agentscope_context_ext.cli import main; sys.exit(main(sys.argv[1:]))"
 
@@ -69,6 +67,11 @@ def test_demo_with_studio_url_is_a_run_in_studio(tmp_path: Path) -> None:
     results = [_result_text(m) for m in pushed if _is_tool_result(m)]
     assert any("<<<TRUNCATED>>>" in text for text in results), "Studio shows the excerpts"
     assert any(m["name"] == "context" and "compacted:" in m["content"] for m in pushed)
+    # its traces carry the context manager's spans among AgentScope's (design §9.1)
+    spans = received["spans"]
+    assert spans.count("context.compact") >= 2, sorted(set(spans))
+    assert "context.truncate" in spans and "invoke_agent explorer" in spans
+    assert received["services"] == ["cli-test"], "the traces are named by the project"
 
 
 @pytest.mark.agentscope1
@@ -103,13 +106,9 @@ def test_replay_with_studio_url_shows_the_replayed_messages(tmp_path: Path) -> N
     assert any(m["role"] == "assistant" and "log is long" in str(m["content"]) for m in pushed)
 
 
-UNUSABLE = (
-    "cannot reach AgentScope Studio at http://127.0.0.1:9"
-    if agentscope_major() < 2
-    else "has no Studio connection (agentscope.init(studio_url=...) is AgentScope 1.x's)"
-)
-"""What the installed major says of a Studio URL where no Studio answers: 1.x cannot reach it,
-2.x has no Studio connection at all."""
+UNUSABLE = "cannot reach AgentScope Studio at http://127.0.0.1:9"
+"""What either major says of a Studio URL where no Studio answers (1.x registers a run there,
+2.x sends its traces there)."""
 
 
 def test_an_unreachable_or_bad_studio_url_is_one_line(tmp_path: Path) -> None:

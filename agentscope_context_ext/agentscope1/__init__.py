@@ -7,7 +7,7 @@ agents are ``ReActAgent``\\ s. :class:`Attachment` records every change made to 
 
 Both adapters offer the same facade to the layers above them (the commands, the demo, replay,
 agent files, the tests): :class:`ManagedAgent`, the scripted model, ``replay_transcript`` and
-``records_to_msgs``, ``build_agent``/``build_model``/``MODEL_APIS``, ``connect_studio``,
+``records_to_msgs``, ``build_agent``/``build_model``/``MODEL_APIS``, ``connect_studio``, ``trace_to``,
 ``consolidate``, the tools, the dialog codec.
 """
 
@@ -27,7 +27,7 @@ from ._replay import record_to_msg, records_to_msgs, replay_transcript
 from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
 from ._serve import serve_agent_file
 from ._session import AtomicJSONSession
-from ._studio import connect_studio
+from ._studio import connect_studio, trace_to
 from ._tokens import TokenCounter, get_token_counter
 from ._tools import make_dialog_tools, make_memory_tools, make_read_file_tool
 from ._usage import UsageTap
@@ -77,4 +77,5 @@ __all__ = [
     "to_view",
     "to_views",
     "tool_call",
+    "trace_to",
 ]

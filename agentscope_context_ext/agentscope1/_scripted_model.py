@@ -18,6 +18,7 @@ from typing import Any
 from agentscope.message import TextBlock, ToolUseBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from agentscope.model._model_usage import ChatUsage
+from agentscope.tracing import trace_llm
 
 from ..core.scripting import Scripted, prompt_text
 from ..core.tokens import TokenCounter
@@ -107,6 +108,7 @@ class ScriptedChatModel(Scripted, ChatModelBase):
         self.chunk_chars = max(1, chunk_chars)
         self._set_script(script, when_exhausted, counter)
 
+    @trace_llm  # as AgentScope's own models: a ``chat`` span when tracing is on
     async def __call__(
         self,
         messages: list[dict],

@@ -8,7 +8,7 @@ core's tools become ``FunctionTool``\\ s; the Summarizer and consolidation agent
 
 Both adapters offer the same facade to the layers above them (the commands, the demo, replay,
 agent files, the tests): :class:`ManagedAgent`, the scripted model, ``replay_transcript`` and
-``records_to_msgs``, ``build_agent``/``build_model``/``MODEL_APIS``, ``connect_studio``,
+``records_to_msgs``, ``build_agent``/``build_model``/``MODEL_APIS``, ``connect_studio``, ``trace_to``,
 ``consolidate``, the tools, the dialog codec, ``serve_agent_file``.
 """
 
@@ -28,8 +28,8 @@ from ._replay import replay_transcript
 from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
 from ._serve import serve_agent_file
 from ._served import CONTEXT_DIRNAME, context_middleware_factory, served_placement
-from ._studio import connect_studio
 from ._tools import as_tool, make_dialog_tools, make_memory_tools, make_read_file_tool
+from ._tracing import connect_studio, trace_to, traced
 
 __all__ = [
     "CONTEXT_DIRNAME",
@@ -75,4 +75,6 @@ __all__ = [
     "to_view",
     "to_views",
     "tool_call",
+    "trace_to",
+    "traced",
 ]

@@ -46,6 +46,7 @@ from ..core.openai_compatible import string_content
 from ..core.tools import make_explorer_functions
 from ._middleware import ContextMiddleware
 from ._tools import as_tool
+from ._tracing import traced
 
 __all__ = [
     "MODEL_APIS",
@@ -221,7 +222,7 @@ def build_agent(
         system_prompt=spec.system_prompt,
         model=chat_model,
         toolkit=Toolkit(tools=tools),
-        middlewares=[middleware],
+        middlewares=traced(middleware),
         offloader=middleware.offloader,
         react_config=ReActConfig(max_iters=spec.max_iters),
     )

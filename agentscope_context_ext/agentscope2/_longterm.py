@@ -25,8 +25,10 @@ from ..core.longterm import (
     LongTermMemory,
 )
 from ..core.longterm import consolidate as core_consolidate
+from ..core.tracing import conversation_id
 from ..core.workspace import Storage
 from ._tools import as_tool
+from ._tracing import traced
 
 __all__ = ["agent_runner", "consolidate"]
 
@@ -45,8 +47,12 @@ def agent_runner(model: ChatModelBase, name: str, max_iters: int = 8) -> AgentRu
             model=model,
             toolkit=toolkit,
             injection_config=InjectionConfig(inject_runtime_state=False),
+            middlewares=traced(),  # its model and tool calls in the trace, when one is made
         )
         agent.react_config.max_iters = max_iters
+        conversation = conversation_id()
+        if conversation:  # its spans join the conversation whose compaction it follows
+            agent.state.session_id = conversation
         answer = await agent.reply(UserMsg("user", prompt))
         return answer.get_text_content() or ""
 

@@ -25,6 +25,7 @@ from ..core.messages import Message
 from ._convert import to_view
 from ._middleware import ContextMiddleware
 from ._tools import as_tool
+from ._tracing import traced
 
 __all__ = ["SESSIONS_DIRNAME", "ManagedAgent"]
 
@@ -69,7 +70,7 @@ class ManagedAgent:
             system_prompt=system_prompt,
             model=model,
             toolkit=Toolkit(tools=[as_tool(tool) for tool in tools]),
-            middlewares=[middleware],
+            middlewares=traced(middleware),
             offloader=middleware.offloader,
             react_config=ReActConfig(max_iters=max_iters),
         )

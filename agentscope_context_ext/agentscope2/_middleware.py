@@ -35,6 +35,11 @@ What each hook does:
   provider rejects for its length is retried once after a compaction;
 - ``on_system_prompt``: ``Memory.md`` after the agent's system prompt.
 
+With AgentScope's ``TracingMiddleware`` (design §9.1) put it in front of this one
+(``middlewares=[TracingMiddleware(), context]``): its tool spans then carry the cut output, and
+this middleware corrects its ``chat`` spans' tool list to the tools actually sent. One put
+behind is moved in front for tool calls when the middleware binds.
+
 One module on purpose: the hooks and their order are read together; each hook is a short call
 into the manager (or, for a served middleware, into the event outbox and the local copies of a
 sandboxed workspace, which the hooks drive in order).
@@ -59,10 +64,12 @@ from ..core.events import ContextEvent, ContextStats, ContextWarning, EventBus
 from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ContextManager
 from ..core.provider_errors import length_rejection, with_first_chunk
+from ..core.tracing import correct_chat_span
 from ..core.workspace import Placement, ToolResultStore, open_workspace
 from ._convert import open_dialog, output_text
 from ._manager import AgentManager
 from ._offloader import ContextOffloader
+from ._tracing import tracing_after_cuts
 
 __all__ = ["ContextMiddleware", "enable_context_management"]
 
@@ -178,6 +185,8 @@ class ContextMiddleware(MiddlewareBase):
             )
             self.manager.middleware = self
             self.manager.per_turn = self.per_turn
+            # A TracingMiddleware inside ours would trace tool outputs before the cut.
+            tracing_after_cuts(agent, self)
         elif self.manager.agent is not agent:
             raise ContextExtError(
                 f"this ContextMiddleware already manages agent {self.manager.agent.name!r}; "
@@ -308,6 +317,8 @@ class ContextMiddleware(MiddlewareBase):
             tools = input_kwargs.get("tools")
             if tools:
                 input_kwargs = {**input_kwargs, "tools": manager.offered_tools(tools)}
+                # A tracing middleware outside ours listed the agent's tools: list those sent.
+                correct_chat_span(input_kwargs["tools"])
             try:
                 response = await with_first_chunk(await next_handler(**input_kwargs))
             except Exception as exc:

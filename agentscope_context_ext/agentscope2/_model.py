@@ -8,6 +8,7 @@ from agentscope.message import SystemMsg, TextBlock, UserMsg
 from agentscope.model import ChatModelBase
 
 from ..core.pipeline import CallModel, final_response
+from ..core.tracing import chat_span, record_chat_answer
 
 __all__ = ["model_call", "model_name", "named_model"]
 
@@ -23,12 +24,24 @@ def model_call(model: ChatModelBase, formatter: object = None) -> CallModel:
     one user message, streamed or not (a 2.x model formats its own input: ``formatter``, 1.x's
     argument, is not used)."""
 
+    provider = type(model).__name__.removesuffix("ChatModel").lower() or None
+
     async def call(instruction: str, content: str) -> str:
-        response = await model([SystemMsg("system", instruction), UserMsg("user", content)])
-        response = await final_response(response)
-        if response is None:
-            return ""
-        return "\n".join(b.text for b in response.content if isinstance(b, TextBlock))
+        # No agent middleware sees this call: its ``chat`` span is ours (design §9.1).
+        with chat_span(model_name(model), provider, instruction, content) as span:
+            response = await model([SystemMsg("system", instruction), UserMsg("user", content)])
+            response = await final_response(response)
+            if response is None:
+                return ""
+            text = "\n".join(b.text for b in response.content if isinstance(b, TextBlock))
+            usage = getattr(response, "usage", None)
+            record_chat_answer(
+                span,
+                text,
+                getattr(usage, "input_tokens", None),
+                getattr(usage, "output_tokens", None),
+            )
+            return text
 
     return call
 

@@ -46,6 +46,7 @@ from ._middleware import ContextMiddleware
 from ._records import output_of, record_blocks
 from ._recovery import recovery_problems
 from ._scripted_model import ScriptedChatModel
+from ._tracing import traced
 
 __all__ = ["replay_transcript"]
 
@@ -191,7 +192,7 @@ async def replay_transcript(
         system_prompt=transcript.system_prompt or "You are a helpful agent.",
         model=model,
         toolkit=toolkit,
-        middlewares=[middleware],
+        middlewares=traced(middleware),
         offloader=middleware.offloader,
         injection_config=InjectionConfig(inject_runtime_state=False),
         react_config=ReActConfig(max_iters=100_000),

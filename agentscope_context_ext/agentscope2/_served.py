@@ -42,6 +42,7 @@ from agentscope.tool import LocalBackend
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, ContextExtError, WorkspaceError
 from ..core.longterm import NOTES_DIRNAME
+from ..core.tracing import tracing_enabled
 from ..core.workspace import (
     DIALOG_DIRNAME,
     TOOL_RESULT_DIRNAME,
@@ -55,6 +56,7 @@ from ..core.workspace import (
 )
 from ._middleware import ContextMiddleware
 from ._mirror import WorkspaceMirror
+from ._tracing import traced
 
 __all__ = ["CONTEXT_DIRNAME", "MiddlewareFactory", "context_middleware_factory", "served_placement"]
 
@@ -135,15 +137,16 @@ def context_middleware_factory(
             mirror=mirror,
             cache=copies,
         )
-        return [
-            ContextMiddleware(
-                settings,
-                compaction_model=compaction_model,
-                placement=placement,
-                print_notices=False,
-                per_turn=True,
-            )
-        ]
+        middleware = ContextMiddleware(
+            settings,
+            compaction_model=compaction_model,
+            placement=placement,
+            print_notices=False,
+            per_turn=True,
+        )
+        # create_app adds no tracing of its own: with a tracer provider installed (trace_to,
+        # ``serve --studio-url``), each turn is traced, its spans around ours (design §9.1).
+        return traced(middleware) if tracing_enabled() else [middleware]
 
     return factory
 

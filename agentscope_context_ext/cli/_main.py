@@ -21,7 +21,7 @@ from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.workspace import Storage, is_storage_url, open_storage, refuse_other_schemes
 from ..replay import TranscriptError
-from ._studio import StudioError, connect_studio, studio_arguments
+from ._studio import StudioError, studio, studio_arguments
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -172,6 +172,7 @@ def _parser() -> argparse.ArgumentParser:
         help="folder of the agents' workspaces (one per agent)",
     )
     serve.add_argument("--user", default="local", help="the user (X-User-ID) the agent is for")
+    studio_arguments(serve)
 
     consolidate = commands.add_parser(
         "consolidate",
@@ -248,16 +249,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise BadInput(f"--out {args.out}: exists and is not a directory")
     if args.workspace is not None:
         refuse_other_schemes(args.workspace)  # a folder would be made of it
-    if args.studio_url:
-        connect_studio(args.studio_url, args.project, "demo")
-    report = run_demo(
-        args.out,
-        config,
-        args.root,
-        sys.stdout,
-        studio=bool(args.studio_url),
-        workspace=args.workspace,
-    )
+    with studio(args, "demo"):
+        report = run_demo(
+            args.out,
+            config,
+            args.root,
+            sys.stdout,
+            studio=bool(args.studio_url),
+            workspace=args.workspace,
+        )
     ok = report["pair_violations"] == 0 and report["offloaded_files_missing"] == 0
     return EXIT_OK if ok else EXIT_ERROR
 
@@ -339,17 +339,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.workspace is not None:
         refuse_other_schemes(args.workspace)  # a folder would be made of it
     config = _config(args.config)
-    if args.studio_url:
-        connect_studio(args.studio_url, args.project, f"replay {args.transcript.name}")
-    total = run_replay(
-        args.transcript,
-        args.format,
-        config,
-        args.max_input_tokens,
-        args.out,
-        show=bool(args.studio_url),
-        workspace=args.workspace,
-    )
+    with studio(args, f"replay {args.transcript.name}"):
+        total = run_replay(
+            args.transcript,
+            args.format,
+            config,
+            args.max_input_tokens,
+            args.out,
+            show=bool(args.studio_url),
+            workspace=args.workspace,
+        )
     return (
         EXIT_OK
         if total["pair_violations"] == 0 and total["unexplained_over_window"] == 0
@@ -385,7 +384,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         user=args.user,
     )
     try:
-        asyncio.run(installed.serve_agent_file(settings, lambda line: print(line, flush=True)))
+        with studio(args, "serve"):
+            asyncio.run(installed.serve_agent_file(settings, lambda line: print(line, flush=True)))
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
     return EXIT_OK
@@ -404,16 +404,16 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         raise BadInput(
             f"--session {args.session!r}: use letters, digits, '.', '_' or '-' (at most 64)"
         )
-    if args.studio_url:  # the user then types in Studio's page, as with agentscope.init
-        connect_studio(args.studio_url, args.project, f"chat {args.session}")
+    # On 1.x the user then types in Studio's page, as with agentscope.init; on 2.x, here.
     try:
-        run_chat(
-            config,
-            session_id=args.session,
-            agent_file=args.agent,
-            model_name=args.model,
-            base_url=args.base_url,
-        )
+        with studio(args, f"chat {args.session}"):
+            run_chat(
+                config,
+                session_id=args.session,
+                agent_file=args.agent,
+                model_name=args.model,
+                base_url=args.base_url,
+            )
     except NoModelError:
         raise BadInput(
             f"chat needs a model: --agent FILE, or set {' or '.join(MODEL_ENV_VARS)}"

@@ -1,16 +1,41 @@
-"""``--studio-url`` and ``--project`` of ``demo``, ``replay`` and ``chat``: attach a run to
-AgentScope Studio without code (the installed adapter's ``connect_studio``)."""
+"""``--studio-url`` and ``--project`` of ``demo``, ``replay``, ``chat`` and ``serve``: attach a
+run to AgentScope Studio without code (the installed adapter's ``connect_studio``: on 1.x a
+Studio run with its traces, on 2.x the traces, design §9.1)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
 
 from ..adapter import installed
 from ..core.errors import StudioError
 
-__all__ = ["StudioError", "connect_studio", "studio_arguments"]
+__all__ = ["StudioError", "connect_studio", "studio", "studio_arguments"]
 
 connect_studio = installed.connect_studio
+
+
+@contextlib.contextmanager
+def studio(args: argparse.Namespace, name: str) -> Iterator[None]:
+    """Attach the command's run to Studio when ``--studio-url`` is given (a Studio that cannot
+    be reached is a ``StudioError``, one line), and send the last spans when it ends."""
+    if not args.studio_url:
+        yield
+        return
+    export = connect_studio(args.studio_url, args.project, name)
+    if export is not None:
+        print(f"traces: {export.endpoint} (project {export.project})", flush=True)
+    try:
+        yield
+    finally:
+        if export is not None and not export.flush():
+            print(
+                f"warning: AgentScope Studio at {args.studio_url} did not take the last spans",
+                file=sys.stderr,
+            )
+
 
 DEFAULT_PROJECT = "agentscope-context"
 
@@ -20,7 +45,8 @@ def studio_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--studio-url",
         metavar="URL",
-        help="show the run in AgentScope Studio at URL (e.g. http://127.0.0.1:3000)",
+        help="show the run in AgentScope Studio at URL (e.g. http://127.0.0.1:3000); on "
+        "AgentScope 2.x its traces (Trace page)",
     )
     command.add_argument(
         "--project",

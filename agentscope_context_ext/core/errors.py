@@ -22,6 +22,10 @@ class StudioError(ContextExtError, ValueError):
     """A bad AgentScope Studio URL, or a Studio that cannot be reached."""
 
 
+class TracingError(StudioError):
+    """A bad trace receiver URL, or no receiver listening there (``trace_to``)."""
+
+
 class WorkspaceError(ContextExtError, OSError):
     """The workspace cannot be used (not a directory, not writable, path escapes it)."""
 

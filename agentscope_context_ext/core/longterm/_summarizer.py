@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from ..events import ContextWarning
+from ..tracing import ATTRIBUTE_PREFIX, context_span, fail_span
 from ._consolidation import AgentRunner
 from ._store import LongTermMemory
 
@@ -170,18 +171,28 @@ class SummarizerService:
             await self._fail(path, {"id": job, "errors": [f"unreadable job: {exc}"]})
             return
         errors: list[str] = list(record.get("errors", []))
-        for attempt in range(1, self.settings.retries + 1):
-            try:
-                answer = await self._summarize(transcript)
-            except Exception as exc:  # noqa: BLE001 - any failure: retry with backoff, then record
-                errors.append(f"attempt {attempt}: {type(exc).__name__}: {exc}"[:500])
-                if attempt < self.settings.retries:
-                    await self.sleep(self.settings.backoff_seconds * 2 ** (attempt - 1))
-                continue
-            self.storage.delete(path)
-            self.completed += 1
-            logger.info("summarizer job %s done: %s", job, answer[:80])
-            return
+        # The job's span (design §9.1): a child of the compaction that submitted it.
+        with context_span(
+            "context.summarizer",
+            {"gen_ai.agent.name": "Summarizer", ATTRIBUTE_PREFIX + "job": job},
+        ) as span:
+            for attempt in range(1, self.settings.retries + 1):
+                try:
+                    answer = await self._summarize(transcript)
+                except Exception as exc:  # noqa: BLE001 - any failure: retry with backoff, then record
+                    errors.append(f"attempt {attempt}: {type(exc).__name__}: {exc}"[:500])
+                    if attempt < self.settings.retries:
+                        await self.sleep(self.settings.backoff_seconds * 2 ** (attempt - 1))
+                    continue
+                self.storage.delete(path)
+                self.completed += 1
+                logger.info("summarizer job %s done: %s", job, answer[:80])
+                if span is not None:
+                    span.set_attribute(ATTRIBUTE_PREFIX + "attempts", attempt)
+                return
+            if span is not None:
+                span.set_attribute(ATTRIBUTE_PREFIX + "attempts", self.settings.retries)
+                fail_span(span, errors[-1] if errors else "failed")
         record["errors"] = errors
         await self._fail(path, record)
 

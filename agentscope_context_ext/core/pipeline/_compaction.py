@@ -36,6 +36,7 @@ from ..events import (
 from ..messages import Message
 from ..summary import CompactSummary, merge_refs
 from ..tokens import TokenCounter
+from ..tracing import COMPACT_SPAN, SUMMARY_TEXT, context_span
 from ..workspace import DialogStore, ToolResultStore
 from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
@@ -161,16 +162,21 @@ class Compaction:
                     "[context] nothing to compact: the newest message is all there is."
                 )
             return count
-        after = await self._compact(
-            sys_prompt,
-            tools,
-            ids[:cut],
-            count,
-            compactable,
-            len(ids) - cut,
-            extra_instruction,
-            force,
-        )
+        # One span around the whole compaction (design §9.1); its events fill it in.
+        with context_span(COMPACT_SPAN) as span:
+            after = await self._compact(
+                sys_prompt,
+                tools,
+                ids[:cut],
+                count,
+                compactable,
+                len(ids) - cut,
+                extra_instruction,
+                force,
+            )
+            if span is not None and after is not None and self.port.summary is not None:
+                # what the model reads from now on in place of the compacted messages
+                span.set_attribute(SUMMARY_TEXT, self.port.summary.render())
         if after is None:
             return count
         # No thrashing (design §4.3): still near the trigger -> cut the kept tail's results too.

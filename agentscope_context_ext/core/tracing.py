@@ -1,0 +1,394 @@
+"""Spans of what the context manager did, in OpenTelemetry traces (design §9.1).
+
+When an OpenTelemetry SDK ``TracerProvider`` is installed (:func:`trace_to` installs one that
+exports to AgentScope Studio or any OTLP receiver; AgentScope 1.x's ``agentscope.init`` installs
+one too), each action of the extension is a span, a child of the span that is current when it
+happens (the agent's ``invoke_agent`` span, or the ``execute_tool`` span of the tool whose
+output is cut), with that span's ``gen_ai.conversation.id``:
+
+- ``context.truncate``: one tool result cut by stage one (``agentscope_context.stage`` 1, as
+  it arrives) or stage two (2, as it ages): tool, call id, bytes before and after, the file
+  with the full text;
+- ``context.compact``: one compaction, its whole duration: tokens before and after, messages
+  compacted and kept, the dialog file and lines, the summary's source and text; the summary
+  model's ``chat`` span is its child;
+- ``context.summarizer``: one run of the long-term memory Summarizer after a compaction;
+- ``context.offload`` (a large user message saved), ``context.recover`` (a call the provider
+  rejected for its length, compacted and sent again), ``context.refuse`` (a prompt that cannot
+  fit, refused), ``context.overflow``, ``context.save_failed``, ``context.memory_write``,
+  ``context.consolidate``; a ``warning`` event is a span event on the current span.
+
+Attribute names are the OpenTelemetry GenAI conventions' where one exists (``gen_ai.tool.name``,
+``gen_ai.usage.input_tokens``, ...), ours under ``agentscope_context.`` otherwise; no name is
+both a value and a prefix of another (Studio nests attributes by their dots).
+
+With no SDK provider installed, nothing here does any work beyond one ``isinstance`` check per
+event (events are rare: a cut, a compaction), so tracing off costs nothing measurable (B1).
+One module on purpose: the span catalogue is read as one list, beside the events it mirrors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from .events import (
+    CompactionFailed,
+    CompactionFinished,
+    CompactionStarted,
+    Consolidated,
+    ContextError,
+    ContextEvent,
+    ContextOverflow,
+    ContextWarning,
+    MemoryWritten,
+    ProviderOverflowRecovered,
+    SaveFailed,
+    ToolResultRetruncated,
+    ToolResultTruncated,
+    UserMessageOffloaded,
+)
+
+try:  # AgentScope (both majors) installs the OpenTelemetry API and SDK
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+    from opentelemetry.trace import Status, StatusCode
+except ImportError:  # pragma: no cover - tracing is then simply off
+    otel_trace = None  # type: ignore[assignment]
+    SdkTracerProvider = None  # type: ignore[assignment,misc]
+
+__all__ = [
+    "ATTRIBUTE_PREFIX",
+    "COMPACT_SPAN",
+    "CONVERSATION_ID",
+    "SCOPE",
+    "SUMMARY_TEXT",
+    "SpanRecorder",
+    "chat_span",
+    "context_span",
+    "conversation_id",
+    "correct_chat_span",
+    "fail_span",
+    "flat_tool_definitions",
+    "record_chat_answer",
+    "tracer",
+    "tracing_enabled",
+]
+
+SCOPE = "agentscope_context_ext"
+"""The instrumentation scope of our spans."""
+ATTRIBUTE_PREFIX = "agentscope_context."
+"""Our attributes where the GenAI conventions have no name."""
+CONVERSATION_ID = "gen_ai.conversation.id"
+"""What AgentScope Studio groups traces by."""
+COMPACT_SPAN = "context.compact"
+SUMMARY_TEXT = ATTRIBUTE_PREFIX + "summary.text"
+"""The summary a compaction leaves in the context, on its span."""
+
+_P = ATTRIBUTE_PREFIX
+
+
+def tracing_enabled() -> bool:
+    """An OpenTelemetry SDK ``TracerProvider`` is installed (the test AgentScope 2.x's
+    ``TracingMiddleware`` makes too)."""
+    if SdkTracerProvider is None:
+        return False
+    return isinstance(otel_trace.get_tracer_provider(), SdkTracerProvider)
+
+
+def tracer() -> Any | None:
+    """Our tracer when tracing is on, else ``None``."""
+    if not tracing_enabled():
+        return None
+    return otel_trace.get_tracer_provider().get_tracer(SCOPE)
+
+
+def conversation_id(fallback: str | None = None) -> str | None:
+    """The ``gen_ai.conversation.id`` of the current span (the agent's), else ``fallback``."""
+    attributes = getattr(otel_trace.get_current_span(), "attributes", None)
+    if isinstance(attributes, Mapping):
+        value = attributes.get(CONVERSATION_ID)
+        if isinstance(value, str) and value:
+            return value
+    return fallback
+
+
+def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """``attributes`` as OpenTelemetry takes them: ``None`` left out, tuples as lists of one
+    type (strings when mixed)."""
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            items = list(value)
+            if (
+                not all(isinstance(item, (str, bool, int, float)) for item in items)
+                or len({type(item) for item in items}) > 1
+            ):
+                items = [str(item) for item in items]
+            out[key] = items
+        elif isinstance(value, (str, bool, int, float)):
+            out[key] = value
+        else:
+            out[key] = str(value)
+    return out
+
+
+@contextlib.contextmanager
+def context_span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any | None]:
+    """A span of ours around a block, current inside it (so spans made inside are its
+    children); ``None`` when tracing is off. An exception leaving the block marks it failed."""
+    traced = tracer()
+    if traced is None:
+        yield None
+        return
+    values = _clean(attributes or {})
+    conversation = conversation_id()
+    if conversation:
+        values[CONVERSATION_ID] = conversation
+    with traced.start_as_current_span(name, attributes=values) as span:
+        yield span
+
+
+def fail_span(span: Any | None, reason: str) -> None:
+    """Mark ``span`` (of :func:`context_span`; ``None``: tracing off) as failed."""
+    if span is not None:
+        span.set_status(Status(StatusCode.ERROR, reason[:300]))
+
+
+def _instant(name: str, attributes: Mapping[str, Any], error: str | None = None) -> None:
+    """A span for something that happened now (a cut, a refusal)."""
+    traced = tracer()
+    if traced is None:
+        return
+    values = _clean(attributes)
+    conversation = conversation_id()
+    if conversation:
+        values[CONVERSATION_ID] = conversation
+    span = traced.start_span(name, attributes=values)
+    if error is not None:
+        span.set_status(Status(StatusCode.ERROR, error[:300]))
+    span.end()
+
+
+def _truncation(event: ToolResultTruncated | ToolResultRetruncated, stage: int) -> dict:
+    return {
+        "gen_ai.tool.name": event.tool,
+        "gen_ai.tool.call.id": event.call_id,
+        _P + "stage": stage,
+        _P + "bytes.before": event.bytes_before,
+        _P + "bytes.after": event.bytes_after,
+        _P + "bytes.offloaded": event.bytes_offloaded,
+        _P + "tokens.saved": event.tokens_saved,
+        _P + "saved_path": event.path,
+        _P + "media_replaced": event.media_replaced or None,
+        _P + "notice_only": event.notice_only or None,
+    }
+
+
+class SpanRecorder:
+    """Turns the events of one manager into spans (subscribe :meth:`on_event` to its bus).
+
+    Instant actions become spans of their own; the events of a compaction fill in the
+    ``context.compact`` span the compaction opened around itself (the listener runs inside it).
+    """
+
+    def on_event(self, event: ContextEvent) -> None:
+        if not tracing_enabled():
+            return
+        if isinstance(event, ToolResultTruncated):
+            _instant("context.truncate", _truncation(event, 1))
+        elif isinstance(event, ToolResultRetruncated):
+            _instant("context.truncate", _truncation(event, 2))
+        elif isinstance(event, (CompactionStarted, CompactionFinished, CompactionFailed)):
+            self._compaction(event)
+        elif isinstance(event, UserMessageOffloaded):
+            _instant(
+                "context.offload",
+                {
+                    _P + "message_id": event.message_id,
+                    _P + "bytes.before": event.bytes_before,
+                    _P + "bytes.after": event.bytes_after,
+                    _P + "tokens.saved": event.tokens_saved,
+                    _P + "saved_path": event.path,
+                },
+            )
+        elif isinstance(event, ProviderOverflowRecovered):
+            _instant(
+                "context.recover",
+                {
+                    _P + "tokens.before": event.tokens_before,
+                    _P + "tokens.after": event.tokens_after,
+                    _P + "provider.tokens": event.provider_tokens,
+                    _P + "provider.limit": event.provider_limit,
+                    _P + "window": event.window,
+                    _P + "error": event.error[:500],
+                },
+            )
+        elif isinstance(event, ContextError):
+            _instant(
+                "context.refuse",
+                {
+                    _P + "reason": event.reason,
+                    _P + "tokens.prompt": event.tokens,
+                    _P + "window": event.max_input_tokens,
+                    _P + "largest": event.largest or None,
+                    _P + "saved_path": event.path or None,
+                },
+                error=event.reason,
+            )
+        elif isinstance(event, ContextOverflow):
+            _instant(
+                "context.overflow",
+                {
+                    _P + "tokens.prompt": event.tokens,
+                    _P + "tokens.trigger": event.trigger_tokens,
+                    _P + "window": event.max_input_tokens,
+                    _P + "messages.total": event.messages,
+                    _P + "messages.compactable": event.compactable,
+                },
+            )
+        elif isinstance(event, SaveFailed):
+            _instant(
+                "context.save_failed",
+                {_P + "what": event.what, _P + "saved_path": event.path, _P + "error": event.error},
+                error=event.error or event.what,
+            )
+        elif isinstance(event, MemoryWritten):
+            _instant("context.memory_write", {"gen_ai.tool.name": event.tool})
+        elif isinstance(event, Consolidated):
+            _instant(
+                "context.consolidate",
+                {
+                    _P + "status": event.status,
+                    _P + "notes": list(event.notes),
+                    _P + "bytes.after": event.bytes,
+                },
+            )
+        elif isinstance(event, ContextWarning):
+            span = otel_trace.get_current_span()
+            if span.is_recording():
+                span.add_event(
+                    "context.warning",
+                    _clean({_P + "where": event.where, _P + "error": event.error}),
+                )
+
+    @staticmethod
+    def _compaction(event: CompactionStarted | CompactionFinished | CompactionFailed) -> None:
+        span = otel_trace.get_current_span()
+        if not span.is_recording() or getattr(span, "name", None) != COMPACT_SPAN:
+            return  # a compaction run outside its span (a caller of the pipeline's own)
+        if isinstance(event, CompactionStarted):
+            span.set_attributes(
+                {
+                    _P + "tokens.before": event.tokens_before,
+                    _P + "tokens.trigger": event.trigger_tokens,
+                    _P + "messages.compacted": event.messages_to_compact,
+                    _P + "messages.kept": event.messages_kept,
+                    _P + "forced": event.forced,
+                }
+            )
+        elif isinstance(event, CompactionFinished):
+            span.set_attributes(
+                _clean(
+                    {
+                        _P + "tokens.after": event.tokens_after,
+                        _P + "summary.source": event.summary_source,
+                        _P + "summary.model_attempts": event.model_attempts,
+                        _P + "summary.model_failures": event.model_failures,
+                        _P + "dialog.refs": list(event.dialog_refs),
+                    }
+                )
+            )
+        else:
+            span.set_attributes(
+                _clean(
+                    {
+                        _P + "failure.reason": event.reason,
+                        _P + "failure.error": event.error or None,
+                    }
+                )
+            )
+            span.set_status(Status(StatusCode.ERROR, event.reason))
+
+
+# ------------------------------------------------------------------ model calls of ours
+
+
+def _text_messages(pairs: Sequence[tuple[str, str]]) -> str:
+    return json.dumps(
+        [{"role": role, "parts": [{"type": "text", "content": text}]} for role, text in pairs],
+        ensure_ascii=False,
+    )
+
+
+@contextlib.contextmanager
+def chat_span(
+    model: str | None, provider: str | None, instruction: str, content: str
+) -> Iterator[Any | None]:
+    """The GenAI ``chat`` span of one call the extension makes itself (the summary model's,
+    which no agent middleware sees), with its input as the model got it; ``None`` when
+    tracing is off. :func:`record_chat_answer` adds the answer and usage."""
+    with context_span(
+        f"chat {model or 'model'}",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "gen_ai.provider.name": provider,
+            "gen_ai.input.messages": _text_messages([("system", instruction), ("user", content)]),
+        },
+    ) as span:
+        yield span
+
+
+def record_chat_answer(
+    span: Any | None, text: str, input_tokens: int | None, output_tokens: int | None
+) -> None:
+    """The answer and the provider's usage on a :func:`chat_span`."""
+    if span is None:
+        return
+    span.set_attributes(
+        _clean(
+            {
+                "gen_ai.output.messages": _text_messages([("assistant", text)]),
+                "gen_ai.usage.input_tokens": input_tokens,
+                "gen_ai.usage.output_tokens": output_tokens,
+            }
+        )
+    )
+
+
+def flat_tool_definitions(schemas: Sequence[Mapping[str, Any]]) -> str:
+    """Tool schemas (``{"type": "function", "function": {...}}``) in the GenAI conventions'
+    flat form, as JSON (what AgentScope's ``chat`` spans carry)."""
+    flat = []
+    for schema in schemas:
+        function = schema.get("function") if isinstance(schema, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        entry = {
+            "type": schema.get("type", "function"),
+            "name": function.get("name"),
+            "description": function.get("description"),
+            "parameters": function.get("parameters"),
+        }
+        flat.append({key: value for key, value in entry.items() if value is not None})
+    return json.dumps(flat, ensure_ascii=False)
+
+
+def correct_chat_span(tools: Sequence[Mapping[str, Any]]) -> None:
+    """On the current ``chat`` span (an agent's tracing middleware placed outside ours opened
+    it with the tools the agent has), the tools the model is actually sent."""
+    if not tracing_enabled():
+        return
+    span = otel_trace.get_current_span()
+    if not span.is_recording():
+        return
+    attributes = getattr(span, "attributes", None) or {}
+    if attributes.get("gen_ai.operation.name") != "chat":
+        return
+    if "gen_ai.tool.definitions" in attributes or tools:
+        span.set_attribute("gen_ai.tool.definitions", flat_tool_definitions(tools))

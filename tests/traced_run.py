@@ -1,0 +1,98 @@
+"""One traced run of a managed agent, in a process of its own (a tracer provider is
+process-wide and cannot be taken back): ``python traced_run.py SCENARIO URL OUT``.
+
+Scenarios:
+
+- ``session``: ``trace_to(URL)``, then a managed agent of the installed AgentScope fetches
+  large documents (stage one and stage two cut them) in a small window (two or more
+  compactions, summarised by the scripted model), with long-term memory on (the Summarizer runs
+  after each compaction);
+- ``misordered`` (2.x): the same with the agent's ``TracingMiddleware`` put *behind* the
+  ``ContextMiddleware``;
+- ``off``: the session with no ``trace_to`` (``OTEL_EXPORTER_OTLP_ENDPOINT`` may be set).
+
+Prints JSON: the manager's stats, the tools of every agent model call, the session id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from harness_common import session_plan
+from installed_harness import is_agent_call, managed, scripted_session, tool_names
+
+from agentscope_context_ext import trace_to
+from agentscope_context_ext.compat import agentscope_major
+
+
+def config(out: Path) -> dict:
+    return {
+        "workspace": str(out / "workspace"),
+        "max_input_tokens": 16384,
+        "truncation": {"first_max_bytes": 8192, "second_max_bytes": 1500, "recent_n": 2},
+        "long_term_memory": {"consolidation_time": "off", "retry_backoff_seconds": 0},
+    }
+
+
+def misordered_agent(model, out: Path):
+    """A 2.x ``Agent`` built as ``middlewares=[context, TracingMiddleware()]``: the tracing
+    middleware behind ours (the ContextMiddleware moves it in front for tool calls)."""
+    from agentscope.agent import Agent
+    from agentscope.middleware import TracingMiddleware
+    from agentscope.tool import Toolkit
+    from harness_common import fetch
+
+    from agentscope_context_ext import ContextMiddleware
+    from agentscope_context_ext.agentscope2 import as_tool
+
+    context = ContextMiddleware(config(out))
+    agent = Agent(
+        name="researcher",
+        system_prompt="You are a diligent research agent.",
+        model=model,
+        toolkit=Toolkit(tools=[as_tool(fetch)]),
+        middlewares=[context, TracingMiddleware()],
+        offloader=context.offloader,
+    )
+    agent.react_config.max_iters = 100
+    return agent, context
+
+
+async def main(scenario: str, url: str, out: Path) -> dict:
+    export = None
+    if scenario != "off":
+        export = trace_to(url, project="context-ext-tests")
+    model = scripted_session(session_plan(24, [30, 150, 60]))
+    ask = "Fetch every document, one after another."
+    if scenario == "misordered":
+        from agentscope.message import UserMsg
+
+        inner, context = misordered_agent(model, out)
+        await inner.reply(UserMsg("user", ask))
+        manager = context.manager
+    else:
+        agent = managed(model, config(out), max_iters=100)
+        await agent.ask(ask)
+        inner, manager = agent.agent, agent.manager
+    await manager.drain()
+    if export is not None:
+        assert export.flush(), "the receiver did not take the spans"
+    stats = manager.stats
+    session = inner.state.session_id if agentscope_major() >= 2 else None
+    return {
+        "compactions": stats.compactions,
+        "truncations": stats.truncations,
+        "retruncations": stats.retruncations,
+        "agent_call_tools": [sorted(tool_names(c)) for c in model.calls if is_agent_call(c)],
+        "session_id": session,
+    }
+
+
+if __name__ == "__main__":
+    result = asyncio.run(main(sys.argv[1], sys.argv[2], Path(sys.argv[3])))
+    print(json.dumps(result))
