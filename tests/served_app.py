@@ -573,6 +573,21 @@ class ServeProcess:
         return self.process.stderr.read() if self.process.stderr else ""
 
 
+def serve_options(folder: Path, spec: Path) -> list[str]:
+    """``serve`` options for the agent file ``spec``: a free port, SQLite storage and the
+    workspaces in ``folder``."""
+    return [
+        "--agent",
+        str(spec),
+        "--port",
+        "0",
+        "--storage",
+        f"sqlite:///{folder / 'app.db'}",
+        "--workspaces",
+        str(folder / "ws"),
+    ]
+
+
 def agent_file(folder: Path, model_url: str = "http://127.0.0.1:9/v1", **context: int) -> Path:
     """A ``serve``-able agent file in ``folder``: an openai-compatible model at ``model_url``
     (by default a port nobody listens on), a 16k window, long-term memory off."""

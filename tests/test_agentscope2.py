@@ -492,12 +492,13 @@ async def test_the_usage_is_compared_with_the_prompt_that_was_sent(tmp_path):
     assert abs(context.stats.token_count_error) < 0.05
 
 
-def test_a_studio_url_on_2x_is_a_one_line_error(tmp_path, capsys):
+def test_a_studio_url_where_no_studio_listens_is_a_one_line_error(tmp_path, capsys):
     from agentscope_context_ext.cli import main
 
     code = main(["demo", "--studio-url", "http://127.0.0.1:9", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "has no Studio connection" in err and "\n" not in err
+    assert code == 2 and "cannot reach AgentScope Studio at http://127.0.0.1:9" in err
+    assert "\n" not in err and not (tmp_path / "report.json").exists(), "nothing ran"
 
 
 def png(data: bytes, name: str | None = None) -> DataBlock:

@@ -105,7 +105,43 @@ def test_readme_example_runs(
     if "agentscope.app" in example.code:  # the served-agent example needs the [serve] extra
         pytest.importorskip("aiosqlite", reason="the [serve] extra is not installed")
         pytest.importorskip("agentscope.app", reason="the [serve] extra is not installed")
+    if "trace_to(" in example.code:
+        _tracing_example_does_what_it_says(example)
+        return
     _run(example.code, example.name)
+
+
+STUDIO = "http://127.0.0.1:3000"
+
+
+def _tracing_example_does_what_it_says(example: Example) -> None:
+    """The tracing example, in a process of its own (a tracer provider is process-wide),
+    sending to a loopback receiver in place of Studio: the reply, the tool call with the cut
+    output, and the cut inside it arrive."""
+    import subprocess
+    import sys
+
+    from otlp_receiver import OtlpReceiver
+
+    assert f'trace_to("{STUDIO}"' in example.code
+    with OtlpReceiver() as receiver:
+        done = subprocess.run(
+            [sys.executable, "-c", example.code.replace(STUDIO, receiver.url)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        spans = receiver.spans()
+    assert done.returncode == 0, done.stderr[-2000:]
+    by_name = {span.name: span for span in spans}
+    assert {"invoke_agent builder", "execute_tool fetch_log", "context.truncate"} <= set(by_name)
+    tool = by_name["execute_tool fetch_log"]
+    assert "<<<TRUNCATED>>>" in tool.attributes["gen_ai.tool.call.result"], (
+        "tool spans show the cut"
+    )
+    assert by_name["context.truncate"].parent_id == tool.span_id
+    assert {span.service for span in spans} == {"readme"}
 
 
 @only_2x

@@ -10,7 +10,7 @@ import socket
 
 import pytest
 from llm_servers import ModelServer, Reply
-from served_app import ServeProcess, agent_file, run_cli, service_missing
+from served_app import ServeProcess, agent_file, run_cli, serve_options, service_missing
 
 from agentscope_context_ext import agentscope_major
 
@@ -33,19 +33,7 @@ def test_serve_runs_the_agent_file_with_context_management(tmp_path):
 
     with ModelServer("openai", respond) as model:
         spec = agent_file(tmp_path, model.url)
-        served = ServeProcess(
-            [
-                "--agent",
-                str(spec),
-                "--port",
-                "0",
-                "--storage",
-                f"sqlite:///{tmp_path / 'app.db'}",
-                "--workspaces",
-                str(tmp_path / "ws"),
-            ],
-            tmp_path,
-        )
+        served = ServeProcess(serve_options(tmp_path, spec), tmp_path)
         try:
             assert served.url.startswith("http://127.0.0.1:")
             session = served.new_session()

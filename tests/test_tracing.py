@@ -266,7 +266,7 @@ def test_demo_with_studio_url_sends_its_traces(tmp_path: Path) -> None:
 @pytest.mark.agentscope2
 def test_serve_with_studio_url_traces_each_turn_as_its_session(tmp_path: Path) -> None:
     from llm_servers import ModelServer, Reply
-    from served_app import ServeProcess, agent_file, service_missing
+    from served_app import ServeProcess, agent_file, serve_options, service_missing
 
     if service_missing() is not None:
         pytest.skip(str(service_missing()))
@@ -279,22 +279,9 @@ def test_serve_with_studio_url_traces_each_turn_as_its_session(tmp_path: Path) -
         return Reply(tool_calls=[("call-1", "Read", {"file_path": str(big)})])
 
     with ModelServer("openai", respond) as model, OtlpReceiver() as receiver:
+        options = serve_options(tmp_path, agent_file(tmp_path, model.url))
         served = ServeProcess(
-            [
-                "--agent",
-                str(agent_file(tmp_path, model.url)),
-                "--port",
-                "0",
-                "--storage",
-                f"sqlite:///{tmp_path / 'app.db'}",
-                "--workspaces",
-                str(tmp_path / "ws"),
-                "--studio-url",
-                receiver.url,
-                "--project",
-                "served",
-            ],
-            tmp_path,
+            [*options, "--studio-url", receiver.url, "--project", "served"], tmp_path
         )
         try:
             assert f"traces: {receiver.url}/v1/traces (project served)" in served.lines
@@ -320,3 +307,34 @@ def test_serve_with_studio_url_traces_each_turn_as_its_session(tmp_path: Path) -
     text = tool_result(tool)
     assert TRUNCATION_NOTICE_MARKER in text and len(text) < 60_000
     assert {s.service for s in spans} == {"served"}
+
+
+def test_a_recovered_length_rejection_is_a_span_of_the_rejected_call(tmp_path: Path) -> None:
+    with OtlpReceiver() as receiver:
+        result = traced_run("overflow", receiver, tmp_path)
+        spans = receiver.spans()
+    recoveries = [s for s in spans if s.name == "context.recover"]
+    assert len(recoveries) == 1, span_tree(spans)
+    (recovery,) = recoveries
+    prefix = "agentscope_context."
+    assert recovery.attributes[prefix + "provider.tokens"] == 17000
+    assert recovery.attributes[prefix + "provider.limit"] == 16384
+    assert "maximum context length" in recovery.attributes[prefix + "error"]
+    assert recovery.conversation == next(s for s in spans if not s.parent_id).conversation
+    assert result["compactions"] >= 1
+    # the compaction it made is in the same trace, and the run went on to its end
+    assert any(s.name == "context.compact" for s in spans)
+    assert len([s for s in spans if s.name == "execute_tool fetch"]) == 24
+
+
+def test_a_refused_prompt_is_an_error_span(tmp_path: Path) -> None:
+    with OtlpReceiver() as receiver:
+        result = traced_run("refuse", receiver, tmp_path)
+        spans = receiver.spans()
+    assert result["calls"] == 0 and "the system prompt" in result["refused"]
+    (refusal,) = [s for s in spans if s.name == "context.refuse"]
+    assert refusal.status == 2  # ERROR
+    assert refusal.attributes["agentscope_context.window"] == 16384
+    assert refusal.attributes["agentscope_context.tokens.prompt"] > 16384
+    assert refusal.attributes["agentscope_context.largest"] == "system"
+    assert not [s for s in spans if s.name.startswith("chat ")], "nothing was sent"

@@ -9,7 +9,10 @@ Scenarios:
   after each compaction);
 - ``misordered`` (2.x): the same with the agent's ``TracingMiddleware`` put *behind* the
   ``ContextMiddleware``;
-- ``off``: the session with no ``trace_to`` (``OTEL_EXPORTER_OTLP_ENDPOINT`` may be set).
+- ``off``: the session with no ``trace_to`` (``OTEL_EXPORTER_OTLP_ENDPOINT`` may be set);
+- ``overflow``: the session, with the provider rejecting the sixth agent call for its length
+  once (recovered: compacted and sent again);
+- ``refuse``: a system prompt larger than the window (refused before any call).
 
 Prints JSON: the manager's stats, the tools of every agent model call, the session id.
 """
@@ -23,11 +26,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness_common import session_plan
-from installed_harness import is_agent_call, managed, scripted_session, tool_names
+from harness_common import make_text, session_plan
+from installed_harness import (
+    is_agent_call,
+    managed,
+    scripted_session,
+    session_responder,
+    tool_names,
+)
 
-from agentscope_context_ext import trace_to
+from agentscope_context_ext import ContextOverflowError, trace_to
 from agentscope_context_ext.compat import agentscope_major
+from agentscope_context_ext.testing import ScriptedChatModel
 
 
 def config(out: Path) -> dict:
@@ -37,6 +47,23 @@ def config(out: Path) -> dict:
         "truncation": {"first_max_bytes": 8192, "second_max_bytes": 1500, "recent_n": 2},
         "long_term_memory": {"consolidation_time": "off", "retry_backoff_seconds": 0},
     }
+
+
+def rejecting_once(respond):
+    """``respond``, except that the sixth agent call is rejected for its length, once."""
+    seen = {"agent_calls": 0}
+
+    def answer(call):
+        if is_agent_call(call):
+            seen["agent_calls"] += 1
+            if seen["agent_calls"] == 6:
+                return RuntimeError(
+                    "Error code: 400 - This model's maximum context length is 16384 tokens. "
+                    "However, your messages resulted in 17000 tokens."
+                )
+        return respond(call)
+
+    return answer
 
 
 def misordered_agent(model, out: Path):
@@ -69,6 +96,21 @@ async def main(scenario: str, url: str, out: Path) -> dict:
         export = trace_to(url, project="context-ext-tests")
     model = scripted_session(session_plan(24, [30, 150, 60]))
     ask = "Fetch every document, one after another."
+    if scenario == "overflow":
+        model = ScriptedChatModel(
+            rejecting_once(session_responder(session_plan(24, [30, 150, 60])))
+        )
+    if scenario == "refuse":
+        agent = managed(model, config(out), system_prompt="You work. " + make_text(200 * 1024, 3))
+        try:
+            await agent.ask(ask)
+        except ContextOverflowError as exc:
+            refused = str(exc)
+        else:
+            raise AssertionError("a system prompt over the window was not refused")
+        if export is not None:
+            assert export.flush()
+        return {"refused": refused, "calls": len(model.calls)}
     if scenario == "misordered":
         from agentscope.message import UserMsg
 

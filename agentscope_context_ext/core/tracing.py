@@ -259,7 +259,7 @@ class SpanRecorder:
             )
         elif isinstance(event, MemoryWritten):
             _instant("context.memory_write", {"gen_ai.tool.name": event.tool})
-        elif isinstance(event, Consolidated):
+        elif isinstance(event, Consolidated) and event.status != "nothing_to_do":
             _instant(
                 "context.consolidate",
                 {
