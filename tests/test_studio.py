@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from served_app import agent_file
 
 STUB = Path(__file__).with_name("studio_stub.py")
 CLI = "import sys; from agentscope_context_ext.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -111,13 +112,22 @@ UNUSABLE = "cannot reach AgentScope Studio at http://127.0.0.1:9"
 2.x sends its traces there)."""
 
 
-def test_an_unreachable_or_bad_studio_url_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["demo", "replay", "chat", "serve"])
+def test_an_unreachable_or_bad_studio_url_is_one_line(tmp_path: Path, command: str) -> None:
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    argv = {
+        "demo": ["demo"],
+        "replay": ["replay", str(transcript)],
+        "chat": ["chat"],
+        "serve": ["serve", "--agent", str(agent_file(tmp_path))],
+    }[command]
     for url, fragment in (
         ("http://127.0.0.1:9", UNUSABLE),
         ("ftp://studio", "expected http://HOST:PORT"),
     ):
         done = subprocess.run(
-            [sys.executable, "-c", CLI, "demo", "--studio-url", url],
+            [sys.executable, "-c", CLI, *argv, "--studio-url", url],
             capture_output=True,
             text=True,
             timeout=300,
