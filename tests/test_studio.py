@@ -125,6 +125,8 @@ def test_an_unreachable_or_bad_studio_url_is_one_line(tmp_path: Path, command: s
     for url, fragment in (
         ("http://127.0.0.1:9", UNUSABLE),
         ("ftp://studio", "expected http://HOST:PORT"),
+        ("", "expected http://HOST:PORT"),
+        ("http://[::1", "Invalid IPv6 URL"),
     ):
         done = subprocess.run(
             [sys.executable, "-c", CLI, *argv, "--studio-url", url],
@@ -149,3 +151,42 @@ def _result_text(msg: dict) -> str:
     if isinstance(output, str):
         return output
     return "".join(b.get("text", "") for b in output if isinstance(b, dict))
+
+
+@pytest.mark.agentscope1
+def test_a_server_that_is_not_studio_is_one_line(tmp_path: Path) -> None:
+    # answers every request with 200 {}: the run registers, but Studio's socket never connects
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    class Anything(BaseHTTPRequestHandler):
+        def _ok(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = _ok
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Anything)
+    Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        done = subprocess.run(
+            [sys.executable, "-c", CLI, "demo", "--studio-url", url, "--out", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"cannot reach AgentScope Studio at {url}" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -325,6 +325,9 @@ def test_a_recovered_length_rejection_is_a_span_of_the_rejected_call(tmp_path: P
     # the compaction it made is in the same trace, and the run went on to its end
     assert any(s.name == "context.compact" for s in spans)
     assert len([s for s in spans if s.name == "execute_tool fetch"]) == 24
+    # the call sent again after the recovery's compaction offers the dialog it opened
+    sent = result["agent_call_tools"]
+    assert "read_dialog" not in sent[5] and "read_dialog" in sent[6], sent[:8]
 
 
 def test_a_refused_prompt_is_an_error_span(tmp_path: Path) -> None:
@@ -338,3 +341,76 @@ def test_a_refused_prompt_is_an_error_span(tmp_path: Path) -> None:
     assert refusal.attributes["agentscope_context.tokens.prompt"] > 16384
     assert refusal.attributes["agentscope_context.largest"] == "system"
     assert not [s for s in spans if s.name.startswith("chat ")], "nothing was sent"
+
+
+EXPORT_CHECKS = Path(__file__).with_name("export_checks.py")
+
+
+def export_check(*argv: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(EXPORT_CHECKS), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_flush_says_when_the_receiver_refused_the_spans() -> None:
+    with OtlpReceiver(status=400) as receiver:
+        result = export_check("flush", receiver.url)
+    assert result["taken"] is False and receiver.requests == 1
+
+
+def test_flush_gives_up_at_its_timeout_when_the_receiver_does_not_answer() -> None:
+    with socket.socket() as sock:  # listening, never accepting: the request hangs
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        result = export_check("flush", f"http://127.0.0.1:{sock.getsockname()[1]}")
+    assert result["taken"] is False and result["seconds"] < 5
+
+
+def test_tracing_twice_to_one_receiver_sends_each_span_once() -> None:
+    with OtlpReceiver() as receiver:
+        result = export_check("twice", receiver.url)
+        spans = receiver.spans()
+    assert result == {"same": True, "project": "one"}
+    assert [s.name for s in spans] == ["context.check"]
+
+
+def test_an_export_closed_while_a_span_is_handed_out_costs_the_others_nothing() -> None:
+    with OtlpReceiver() as first, OtlpReceiver() as other:
+        result = export_check("close", first.url, other.url)
+        assert result == {"first": True, "third": True, "second_closed": True}
+        assert [s.name for s in first.spans()] == ["context.check"]
+        # the second export (closed) sent nothing; the third, same receiver, sent the span
+        assert [s.name for s in other.spans()] == ["context.check"]
+
+
+@pytest.mark.parametrize(
+    ("url", "endpoint"),
+    [
+        ("http://127.0.0.1:3000?token=abc", "http://127.0.0.1:3000/v1/traces?token=abc"),
+        ("http://127.0.0.1:3000/v1/traces?token=abc", "http://127.0.0.1:3000/v1/traces?token=abc"),
+        ("http://127.0.0.1:3000/otel/#top", "http://127.0.0.1:3000/otel/v1/traces"),
+        ("http://[::1]:3000", "http://[::1]:3000/v1/traces"),
+    ],
+)
+def test_the_endpoint_keeps_the_url_s_path_and_query(url: str, endpoint: str) -> None:
+    assert traces_endpoint(url) == endpoint
+
+
+def test_compact_now_between_replies_names_the_agent_s_conversation(tmp_path: Path) -> None:
+    with OtlpReceiver() as receiver:
+        traced_run("compact_now", receiver, tmp_path)
+        spans = receiver.spans()
+    agent = next(s for s in spans if s.name == "invoke_agent researcher")
+    between = [s for s in spans if s.name == "context.compact" and s.trace_id != agent.trace_id]
+    assert len(between) == 1, span_tree(spans)
+    assert between[0].conversation == agent.conversation
+    inside = [s for s in spans if s.trace_id == between[0].trace_id]
+    assert {s.conversation for s in inside} == {agent.conversation}, Counter(
+        (s.name, s.conversation) for s in inside
+    )

@@ -12,7 +12,8 @@ Scenarios:
 - ``off``: the session with no ``trace_to`` (``OTEL_EXPORTER_OTLP_ENDPOINT`` may be set);
 - ``overflow``: the session, with the provider rejecting the sixth agent call for its length
   once (recovered: compacted and sent again);
-- ``refuse``: a system prompt larger than the window (refused before any call).
+- ``refuse``: a system prompt larger than the window (refused before any call);
+- ``compact_now``: a short reply, then ``manager.compact_now()`` between replies.
 
 Prints JSON: the manager's stats, the tools of every agent model call, the session id.
 """
@@ -111,6 +112,14 @@ async def main(scenario: str, url: str, out: Path) -> dict:
         if export is not None:
             assert export.flush()
         return {"refused": refused, "calls": len(model.calls)}
+    if scenario == "compact_now":  # a short reply, then a compaction asked for between replies
+        model = scripted_session(session_plan(6, [30, 60]))
+        agent = managed(model, {**config(out), "max_input_tokens": 65536}, max_iters=100)
+        await agent.ask(ask)
+        await agent.manager.compact_now()
+        await agent.manager.drain()
+        assert export.flush()
+        return {"compactions": agent.manager.stats.compactions}
     if scenario == "misordered":
         from agentscope.message import UserMsg
 

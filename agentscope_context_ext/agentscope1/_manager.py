@@ -20,6 +20,7 @@ monkey-patched.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -155,6 +156,13 @@ class ReActAgentManager(ContextManager):
             attachment.register_hook("pre_reasoning", HOOK_NAME, self.hooks.pre_reasoning)
 
     # ---------------------------------------------------------------- public
+
+    def conversation_id(self) -> str | None:
+        """AgentScope 1.x's run id, as its traces write it (JSON-encoded, quotes included)."""
+        from agentscope import _config as run_config
+
+        run_id = getattr(run_config, "run_id", None)
+        return json.dumps(run_id, ensure_ascii=False) if run_id else None
 
     async def prompt_parts(self) -> tuple[str, list[dict]]:
         """The agent's system prompt and every tool schema of its toolkit now."""

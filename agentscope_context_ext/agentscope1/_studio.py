@@ -25,7 +25,11 @@ def connect_studio(url: str, project: str, name: str) -> None:
     Raises:
         `StudioError`: ``url`` is not an http(s) URL, or Studio does not answer there.
     """
-    parsed = urlparse(url)
+    try:
+        parsed = urlparse(url)
+        parsed.port  # noqa: B018 - raises on a port out of range
+    except ValueError as exc:  # a malformed IPv6 address, a port out of range
+        raise StudioError(f"--studio-url {url!r}: {exc}") from None
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise StudioError(f"--studio-url {url!r}: expected http://HOST:PORT")
     # AgentScope 1.x names no service in its traces: the project, as the 2.x traces are named.
@@ -34,7 +38,9 @@ def connect_studio(url: str, project: str, name: str) -> None:
         agentscope.init(
             project=project, name=name, studio_url=url.rstrip("/"), logging_level="WARNING"
         )
-    except OSError as exc:  # requests' errors (refused, timed out, HTTP status) are OSErrors
+    # requests' errors (refused, timed out, HTTP status) are OSErrors; a server that answers
+    # but is not Studio is AgentScope's RuntimeError
+    except (OSError, RuntimeError) as exc:
         reason = " ".join(str(exc).split())[:200]
         raise StudioError(f"cannot reach AgentScope Studio at {url}: {reason}") from None
     logging.getLogger("as").setLevel(logging.WARNING)

@@ -79,7 +79,7 @@ class UsageTap(ChatModelBase):
     stream = _forwarded("stream")
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        tools = kwargs.get("tools")
+        tools = given = kwargs.get("tools")
         if self._offer_tools is not None and isinstance(tools, list):
             tools = kwargs["tools"] = self._offer_tools(tools)
         try:
@@ -97,8 +97,8 @@ class UsageTap(ChatModelBase):
                 args = (prompt, *args[1:])
             else:
                 kwargs["messages"] = prompt
-            if self._offer_tools is not None:
-                tools = kwargs["tools"] = self._offer_tools(tools)
+            if self._offer_tools is not None:  # the agent's list: the compaction may have
+                tools = kwargs["tools"] = self._offer_tools(given)  # opened the dialog
             response = await self.inner(*args, **kwargs)  # a second rejection is raised
         tool_choice = kwargs.get("tool_choice")
         if inspect.isasyncgen(response):

@@ -205,6 +205,10 @@ class AgentManager(ContextManager):
             return prompt
         return f"{prompt}\n\n{block}"
 
+    def conversation_id(self) -> str | None:
+        """The agent's session id: what 2.x's ``TracingMiddleware`` names its conversation."""
+        return getattr(getattr(self.agent, "state", None), "session_id", None) or None
+
     async def prompt_parts(self) -> tuple[str, list[dict]]:
         """The system prompt and every tool schema the agent has now (2.x builds the system
         prompt from its own text, skills, workspace instructions and the middlewares'

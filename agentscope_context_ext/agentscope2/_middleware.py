@@ -332,7 +332,9 @@ class ContextMiddleware(MiddlewareBase):
                 # context as it is now (a second rejection is raised as it is).
                 if await manager.recover_overflow(rejection) is None:
                     raise
-                input_kwargs = manager.retry_input(input_kwargs)
+                # the agent's own tool list again: the compaction may have opened the dialog
+                input_kwargs = manager.retry_input({**input_kwargs, "tools": tools})
+                correct_chat_span(input_kwargs.get("tools") or [])
                 response = await next_handler(**input_kwargs)
         finally:
             self._running.discard("model")

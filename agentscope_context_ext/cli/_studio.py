@@ -21,7 +21,7 @@ connect_studio = installed.connect_studio
 def studio(args: argparse.Namespace, name: str) -> Iterator[None]:
     """Attach the command's run to Studio when ``--studio-url`` is given (a Studio that cannot
     be reached is a ``StudioError``, one line), and send the last spans when it ends."""
-    if not args.studio_url:
+    if args.studio_url is None:
         yield
         return
     export = connect_studio(args.studio_url, args.project, name)

@@ -41,7 +41,7 @@ from .pipeline import (
 from .provider_errors import LengthRejection
 from .tokens import TokenCounter, known_max_input_tokens
 from .tools import make_dialog_tools, make_read_file
-from .tracing import SpanRecorder
+from .tracing import SpanRecorder, in_conversation
 from .workspace import DialogStore, Storage, ToolResultStore
 
 __all__ = ["DIALOG_TOOL_NAMES", "ContextManager", "LongTermHooks", "resolve_window"]
@@ -306,7 +306,13 @@ class ContextManager(ABC):
             `PromptCount`: The prompt's token count afterwards, as the model will get it.
         """
         sys_prompt, tools = await self.prompt_parts()
-        return await self.pipeline.compact(sys_prompt, tools, extra_instruction, force=True)
+        # Between replies there is no agent span: the spans still name the agent's conversation.
+        with in_conversation(self.conversation_id()):
+            return await self.pipeline.compact(sys_prompt, tools, extra_instruction, force=True)
+
+    def conversation_id(self) -> str | None:
+        """The agent's conversation as its framework's traces name it (``None``: unknown)."""
+        return None
 
     async def count(self) -> PromptCount:
         """The token count of the prompt the agent would send now."""

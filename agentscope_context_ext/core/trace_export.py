@@ -17,9 +17,10 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlunparse
 
 from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .errors import TracingError
 
@@ -34,20 +35,25 @@ CONNECT_TIMEOUT = 3.0
 
 def traces_endpoint(url: str, receiver: str = "a trace receiver") -> str:
     """``url``'s OTLP/HTTP traces endpoint: ``http://host:port`` -> ``.../v1/traces`` (a URL
-    that already ends in ``/v1/traces`` is kept).
+    whose path already ends in ``/v1/traces`` is kept; a query is kept after the path).
 
     Raises:
-        `TracingError`: ``url`` is not an http(s) URL with a host.
+        `TracingError`: ``url`` is not an http(s) URL with a host and a valid port.
     """
-    parsed = urlparse(url.strip()) if isinstance(url, str) else None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise TracingError(f"{url!r} is not the URL of {receiver}: expected http://HOST:PORT")
+    expected = f"{url!r} is not the URL of {receiver}: expected http://HOST:PORT"
+    if not isinstance(url, str):
+        raise TracingError(expected)
     try:
+        parsed = urlparse(url.strip())
         parsed.port  # noqa: B018 - raises on a port out of range
-    except ValueError as exc:
-        raise TracingError(f"{url!r}: {exc}") from None
-    base = url.strip().rstrip("/")
-    return base if base.endswith("/v1/traces") else f"{base}/v1/traces"
+    except ValueError as exc:  # a malformed IPv6 address, a port out of range
+        raise TracingError(f"{url!r} is not the URL of {receiver}: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise TracingError(expected)
+    path = parsed.path.rstrip("/")
+    if not path.endswith("/v1/traces"):
+        path += "/v1/traces"
+    return urlunparse(parsed._replace(path=path, params="", fragment=""))
 
 
 def _reachable(endpoint: str, receiver: str) -> None:
@@ -58,16 +64,29 @@ def _reachable(endpoint: str, receiver: str) -> None:
             pass
     except OSError as exc:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-        base = endpoint.removesuffix("/v1/traces")
+        base = f"{parsed.scheme}://{parsed.netloc}"
         raise TracingError(f"cannot reach {receiver} at {base}: {reason}") from None
 
 
 class _Switchboard(SpanProcessor):
-    """The one span processor of ours on the provider: hands each span to the open exports."""
+    """The one span processor of ours on the provider: hands each span to the open exports
+    (a tuple replaced on every change, so a span ending while an export closes reaches every
+    other one)."""
 
     def __init__(self) -> None:
-        self.exports: list[Any] = []
+        self.exports: tuple[Any, ...] = ()
         self.lock = threading.Lock()
+
+    def add(self, processor: Any) -> None:
+        with self.lock:
+            self.exports = (*self.exports, processor)
+
+    def remove(self, processor: Any) -> bool:
+        with self.lock:
+            kept = tuple(p for p in self.exports if p is not processor)
+            removed = len(kept) != len(self.exports)
+            self.exports = kept
+        return removed
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         for processor in self.exports:
@@ -79,12 +98,45 @@ class _Switchboard(SpanProcessor):
 
     def shutdown(self) -> None:
         with self.lock:
-            exports, self.exports = self.exports, []
+            exports, self.exports = self.exports, ()
         for processor in exports:
             processor.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return all(processor.force_flush(timeout_millis) for processor in list(self.exports))
+        return all(processor.force_flush(timeout_millis) for processor in self.exports)
+
+
+class _Recorded(SpanExporter):
+    """The OTLP exporter, remembering whether an export failed since it was last asked."""
+
+    def __init__(self, exporter: Any) -> None:
+        self.exporter = exporter
+        self.failed = threading.Event()
+
+    def export(self, spans: Any) -> SpanExportResult:
+        try:
+            result = self.exporter.export(spans)
+        except Exception:  # noqa: BLE001 - the batch thread must go on
+            result = SpanExportResult.FAILURE
+        if result is not SpanExportResult.SUCCESS:
+            self.failed.set()
+        return result
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.exporter.force_flush(timeout_millis)
+
+
+def _within(seconds: float, work: Any) -> bool:
+    """Run ``work()`` (which may block on the network) in a thread; ``False`` when it did not
+    finish in ``seconds`` or returned false."""
+    outcome: list[bool] = []
+    thread = threading.Thread(target=lambda: outcome.append(bool(work())), daemon=True)
+    thread.start()
+    thread.join(max(seconds, 0.0))
+    return bool(outcome) and outcome[0]
 
 
 _board: _Switchboard | None = None
@@ -124,27 +176,41 @@ class TraceExport:
     endpoint: str
     project: str
     _processor: Any = field(repr=False, default=None)
+    _exporter: _Recorded | None = field(repr=False, default=None)
     _board: _Switchboard | None = field(repr=False, default=None)
 
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Send the spans ended so far; ``False`` if the receiver did not take them in time."""
-        if self._processor is None:
-            return True
-        return bool(self._processor.force_flush(int(timeout * 1000)))
+    @property
+    def closed(self) -> bool:
+        return self._processor is None
 
-    def close(self) -> None:
-        """Flush and stop this export (the others and the provider go on)."""
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Send the spans ended so far; ``False`` if the receiver did not take them all within
+        ``timeout`` seconds (refused, an error status, no answer) since the last flush."""
+        processor, exporter = self._processor, self._exporter
+        if processor is None or exporter is None:
+            return True
+        sent = _within(timeout, lambda: processor.force_flush(int(timeout * 1000)))
+        failed = exporter.failed.is_set()
+        exporter.failed.clear()
+        return sent and not failed
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Flush and stop this export, waiting at most ``timeout`` seconds for the receiver
+        (the other exports and the provider go on)."""
         processor, board = self._processor, self._board
         if processor is None or board is None:
             return
         self._processor = None
-        with board.lock:
-            if processor in board.exports:
-                board.exports.remove(processor)
-        try:
-            processor.shutdown()  # flushes what is queued first
-        except Exception:  # noqa: BLE001 - at exit: a receiver gone must not fail the program
+        with _board_lock:
+            _open.pop(self.endpoint, None)
+        board.remove(processor)
+        if not _within(timeout, lambda: processor.shutdown() or True):
             logger.warning("could not send the last spans to %s", self.endpoint)
+
+
+_open: dict[str, TraceExport] = {}
+"""The open exports by endpoint: a second ``trace_to`` of the same receiver is the same export
+(a notebook cell run twice must not send every span twice)."""
 
 
 def export_traces(
@@ -164,10 +230,17 @@ def export_traces(
         check (`bool`): Connect to the receiver first and fail now if it does not answer.
         receiver (`str`): What the receiver is called in an error message.
 
+    Returns:
+        `TraceExport`: A new export, or the one already open to the same endpoint.
+
     Raises:
         `TracingError`: A bad URL, or (``check``) no receiver listening there.
     """
     endpoint = traces_endpoint(url, receiver)
+    with _board_lock:
+        already = _open.get(endpoint)
+    if already is not None:
+        return already
     if check:
         _reachable(endpoint, receiver)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -175,9 +248,8 @@ def export_traces(
 
     name = project or DEFAULT_PROJECT
     board = _switchboard(name)
-    processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=10))
-    with board.lock:
-        board.exports.append(processor)
+    exporter = _Recorded(OTLPSpanExporter(endpoint=endpoint, timeout=10))
+    processor = BatchSpanProcessor(exporter)
     from opentelemetry import trace
 
     resource = getattr(trace.get_tracer_provider(), "resource", None)
@@ -186,7 +258,14 @@ def export_traces(
         endpoint=endpoint,
         project=named if isinstance(named, str) else name,
         _processor=processor,
+        _exporter=exporter,
         _board=board,
     )
+    with _board_lock:
+        if endpoint in _open:  # another thread opened it meanwhile
+            processor.shutdown()
+            return _open[endpoint]
+        _open[endpoint] = export
+    board.add(processor)
     atexit.register(export.close)
     return export

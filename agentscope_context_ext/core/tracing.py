@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from .events import (
@@ -72,6 +73,7 @@ __all__ = [
     "correct_chat_span",
     "fail_span",
     "flat_tool_definitions",
+    "in_conversation",
     "record_chat_answer",
     "tracer",
     "tracing_enabled",
@@ -105,14 +107,30 @@ def tracer() -> Any | None:
     return otel_trace.get_tracer_provider().get_tracer(SCOPE)
 
 
+_conversation: ContextVar[str | None] = ContextVar("agentscope_context_conversation", default=None)
+"""The conversation of work done outside any agent span (``compact_now`` between replies)."""
+
+
 def conversation_id(fallback: str | None = None) -> str | None:
-    """The ``gen_ai.conversation.id`` of the current span (the agent's), else ``fallback``."""
+    """The ``gen_ai.conversation.id`` of the current span (the agent's), else the one
+    :func:`in_conversation` set, else ``fallback``."""
     attributes = getattr(otel_trace.get_current_span(), "attributes", None)
     if isinstance(attributes, Mapping):
         value = attributes.get(CONVERSATION_ID)
         if isinstance(value, str) and value:
             return value
-    return fallback
+    return _conversation.get() or fallback
+
+
+@contextlib.contextmanager
+def in_conversation(conversation: str | None) -> Iterator[None]:
+    """Spans made inside (and in tasks started inside) belong to ``conversation`` when no agent
+    span says otherwise."""
+    token = _conversation.set(conversation)
+    try:
+        yield
+    finally:
+        _conversation.reset(token)
 
 
 def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -332,6 +350,9 @@ def chat_span(
     """The GenAI ``chat`` span of one call the extension makes itself (the summary model's,
     which no agent middleware sees), with its input as the model got it; ``None`` when
     tracing is off. :func:`record_chat_answer` adds the answer and usage."""
+    if not tracing_enabled():  # the prompt is not even serialised
+        yield None
+        return
     with context_span(
         f"chat {model or 'model'}",
         {
