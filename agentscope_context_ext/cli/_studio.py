@@ -30,11 +30,15 @@ def studio(args: argparse.Namespace, name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        if export is not None and not export.flush():
-            print(
-                f"warning: AgentScope Studio at {args.studio_url} did not take the last spans",
-                file=sys.stderr,
-            )
+        if export is not None:
+            taken = export.flush(timeout=5.0)
+            if not taken:
+                print(
+                    f"warning: AgentScope Studio at {args.studio_url} did not take the last spans",
+                    file=sys.stderr,
+                )
+            # a receiver that did not take them will not take more: do not wait for it again
+            export.close(timeout=5.0 if taken else 0.5, warn=taken)
 
 
 DEFAULT_PROJECT = "agentscope-context"

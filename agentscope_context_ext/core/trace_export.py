@@ -194,9 +194,9 @@ class TraceExport:
         exporter.failed.clear()
         return sent and not failed
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float = 5.0, warn: bool = True) -> None:
         """Flush and stop this export, waiting at most ``timeout`` seconds for the receiver
-        (the other exports and the provider go on)."""
+        (the other exports and the provider go on); ``warn``: log when spans were left."""
         processor, board = self._processor, self._board
         if processor is None or board is None:
             return
@@ -204,7 +204,7 @@ class TraceExport:
         with _board_lock:
             _open.pop(self.endpoint, None)
         board.remove(processor)
-        if not _within(timeout, lambda: processor.shutdown() or True):
+        if not _within(timeout, lambda: processor.shutdown() or True) and warn:
             logger.warning("could not send the last spans to %s", self.endpoint)
 
 
