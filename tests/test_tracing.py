@@ -23,7 +23,7 @@ from agentscope_context_ext import TRUNCATION_NOTICE_MARKER, TracingError, trace
 from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.events import ToolResultTruncated
 from agentscope_context_ext.core.trace_export import traces_endpoint
-from agentscope_context_ext.core.tracing import SpanRecorder, tracing_enabled
+from agentscope_context_ext.core.tracing import record_span, tracing_enabled
 
 RUN = Path(__file__).with_name("traced_run.py")
 CLI = "import sys; from agentscope_context_ext.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -182,7 +182,7 @@ def test_no_span_leaves_a_run_that_is_not_traced(tmp_path: Path) -> None:
 
 def test_tracing_off_in_this_process_records_nothing() -> None:
     assert not tracing_enabled()
-    SpanRecorder().on_event(
+    record_span(
         ToolResultTruncated(
             tool="t",
             call_id="c",

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import logging
 import os
-from urllib.parse import urlparse
 
 import agentscope
 from agentscope import _config as agentscope_run_config
 
-from ..core.errors import StudioError
-from ..core.trace_export import TraceExport, export_traces
+from ..core.errors import StudioError, TracingError
+from ..core.trace_export import TraceExport, export_traces, traces_endpoint
 
 __all__ = ["connect_studio", "trace_to"]
 
@@ -25,13 +24,10 @@ def connect_studio(url: str, project: str, name: str) -> None:
     Raises:
         `StudioError`: ``url`` is not an http(s) URL, or Studio does not answer there.
     """
-    try:
-        parsed = urlparse(url)
-        parsed.port  # noqa: B018 - raises on a port out of range
-    except ValueError as exc:  # a malformed IPv6 address, a port out of range
-        raise StudioError(f"--studio-url {url!r}: {exc}") from None
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise StudioError(f"--studio-url {url!r}: expected http://HOST:PORT")
+    try:  # the URL checked as for a trace receiver, Studio's traces going there too
+        traces_endpoint(url, "AgentScope Studio")
+    except TracingError as exc:
+        raise StudioError(f"--studio-url: {exc}") from None
     # AgentScope 1.x names no service in its traces: the project, as the 2.x traces are named.
     os.environ.setdefault("OTEL_SERVICE_NAME", project)
     try:

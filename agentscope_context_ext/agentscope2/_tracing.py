@@ -55,20 +55,17 @@ def traced(*middlewares: MiddlewareBase) -> list[MiddlewareBase]:
     return [TracingMiddleware(), *middlewares]
 
 
-def tracing_after_cuts(agent: Any, ours: MiddlewareBase) -> bool:
+def tracing_after_cuts(agent: Any, ours: MiddlewareBase) -> None:
     """Put an agent's ``TracingMiddleware`` that runs inside ``ours`` around tool calls in front
     of it there: a tool span then records the output as the model gets it (cut, with its
-    notice), not the tool's whole text. Model calls keep the order the user chose. Returns
-    whether anything moved."""
+    notice), not the tool's whole text. Model calls keep the order the user chose."""
     hooks = getattr(agent, "_acting_middlewares", None)
     if not isinstance(hooks, list) or ours not in hooks:
-        return False
+        return
     mine = hooks.index(ours)
-    inner = [m for m in hooks[mine + 1 :] if isinstance(m, TracingMiddleware)]
-    for middleware in inner:
+    for middleware in [m for m in hooks[mine + 1 :] if isinstance(m, TracingMiddleware)]:
         hooks.remove(middleware)
         hooks.insert(hooks.index(ours), middleware)
-    return bool(inner)
 
 
 def connect_studio(url: str, project: str, name: str) -> TraceExport:

@@ -41,7 +41,7 @@ from .pipeline import (
 from .provider_errors import LengthRejection
 from .tokens import TokenCounter, known_max_input_tokens
 from .tools import make_dialog_tools, make_read_file
-from .tracing import SpanRecorder, in_conversation
+from .tracing import in_conversation, record_span
 from .workspace import DialogStore, Storage, ToolResultStore
 
 __all__ = ["DIALOG_TOOL_NAMES", "ContextManager", "LongTermHooks", "resolve_window"]
@@ -152,7 +152,7 @@ class ContextManager(ABC):
             notify=notify,
         )
         # Spans of what the pipeline does, when a tracer provider is installed (design §9.1).
-        bus.subscribe(SpanRecorder().on_event)
+        bus.subscribe(record_span)
         self.long_term_service: LongTermService | None = None
         if config.long_term_memory.enabled and long_term is not None:
             self.long_term_service = LongTermService(

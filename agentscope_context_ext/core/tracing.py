@@ -66,7 +66,6 @@ __all__ = [
     "CONVERSATION_ID",
     "SCOPE",
     "SUMMARY_TEXT",
-    "SpanRecorder",
     "chat_span",
     "context_span",
     "conversation_id",
@@ -75,6 +74,7 @@ __all__ = [
     "flat_tool_definitions",
     "in_conversation",
     "record_chat_answer",
+    "record_span",
     "tracer",
     "tracing_enabled",
 ]
@@ -155,6 +155,15 @@ def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _span_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """``attributes`` cleaned, with the conversation the span belongs to."""
+    values = _clean(attributes)
+    conversation = conversation_id()
+    if conversation:
+        values[CONVERSATION_ID] = conversation
+    return values
+
+
 @contextlib.contextmanager
 def context_span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any | None]:
     """A span of ours around a block, current inside it (so spans made inside are its
@@ -163,11 +172,7 @@ def context_span(name: str, attributes: Mapping[str, Any] | None = None) -> Iter
     if traced is None:
         yield None
         return
-    values = _clean(attributes or {})
-    conversation = conversation_id()
-    if conversation:
-        values[CONVERSATION_ID] = conversation
-    with traced.start_as_current_span(name, attributes=values) as span:
+    with traced.start_as_current_span(name, attributes=_span_attributes(attributes or {})) as span:
         yield span
 
 
@@ -182,13 +187,9 @@ def _instant(name: str, attributes: Mapping[str, Any], error: str | None = None)
     traced = tracer()
     if traced is None:
         return
-    values = _clean(attributes)
-    conversation = conversation_id()
-    if conversation:
-        values[CONVERSATION_ID] = conversation
-    span = traced.start_span(name, attributes=values)
+    span = traced.start_span(name, attributes=_span_attributes(attributes))
     if error is not None:
-        span.set_status(Status(StatusCode.ERROR, error[:300]))
+        fail_span(span, error)
     span.end()
 
 
@@ -207,130 +208,128 @@ def _truncation(event: ToolResultTruncated | ToolResultRetruncated, stage: int) 
     }
 
 
-class SpanRecorder:
-    """Turns the events of one manager into spans (subscribe :meth:`on_event` to its bus).
+def record_span(event: ContextEvent) -> None:
+    """The span of one event (subscribe it to a manager's bus).
 
     Instant actions become spans of their own; the events of a compaction fill in the
     ``context.compact`` span the compaction opened around itself (the listener runs inside it).
     """
-
-    def on_event(self, event: ContextEvent) -> None:
-        if not tracing_enabled():
-            return
-        if isinstance(event, ToolResultTruncated):
-            _instant("context.truncate", _truncation(event, 1))
-        elif isinstance(event, ToolResultRetruncated):
-            _instant("context.truncate", _truncation(event, 2))
-        elif isinstance(event, (CompactionStarted, CompactionFinished, CompactionFailed)):
-            self._compaction(event)
-        elif isinstance(event, UserMessageOffloaded):
-            _instant(
-                "context.offload",
-                {
-                    _P + "message_id": event.message_id,
-                    _P + "bytes.before": event.bytes_before,
-                    _P + "bytes.after": event.bytes_after,
-                    _P + "tokens.saved": event.tokens_saved,
-                    _P + "saved_path": event.path,
-                },
-            )
-        elif isinstance(event, ProviderOverflowRecovered):
-            _instant(
-                "context.recover",
-                {
-                    _P + "tokens.before": event.tokens_before,
-                    _P + "tokens.after": event.tokens_after,
-                    _P + "provider.tokens": event.provider_tokens,
-                    _P + "provider.limit": event.provider_limit,
-                    _P + "window": event.window,
-                    _P + "error": event.error[:500],
-                },
-            )
-        elif isinstance(event, ContextError):
-            _instant(
-                "context.refuse",
-                {
-                    _P + "reason": event.reason,
-                    _P + "tokens.prompt": event.tokens,
-                    _P + "window": event.max_input_tokens,
-                    _P + "largest": event.largest or None,
-                    _P + "saved_path": event.path or None,
-                },
-                error=event.reason,
-            )
-        elif isinstance(event, ContextOverflow):
-            _instant(
-                "context.overflow",
-                {
-                    _P + "tokens.prompt": event.tokens,
-                    _P + "tokens.trigger": event.trigger_tokens,
-                    _P + "window": event.max_input_tokens,
-                    _P + "messages.total": event.messages,
-                    _P + "messages.compactable": event.compactable,
-                },
-            )
-        elif isinstance(event, SaveFailed):
-            _instant(
-                "context.save_failed",
-                {_P + "what": event.what, _P + "saved_path": event.path, _P + "error": event.error},
-                error=event.error or event.what,
-            )
-        elif isinstance(event, MemoryWritten):
-            _instant("context.memory_write", {"gen_ai.tool.name": event.tool})
-        elif isinstance(event, Consolidated) and event.status != "nothing_to_do":
-            _instant(
-                "context.consolidate",
-                {
-                    _P + "status": event.status,
-                    _P + "notes": list(event.notes),
-                    _P + "bytes.after": event.bytes,
-                },
-            )
-        elif isinstance(event, ContextWarning):
-            span = otel_trace.get_current_span()
-            if span.is_recording():
-                span.add_event(
-                    "context.warning",
-                    _clean({_P + "where": event.where, _P + "error": event.error}),
-                )
-
-    @staticmethod
-    def _compaction(event: CompactionStarted | CompactionFinished | CompactionFailed) -> None:
+    if not tracing_enabled():
+        return
+    if isinstance(event, ToolResultTruncated):
+        _instant("context.truncate", _truncation(event, 1))
+    elif isinstance(event, ToolResultRetruncated):
+        _instant("context.truncate", _truncation(event, 2))
+    elif isinstance(event, (CompactionStarted, CompactionFinished, CompactionFailed)):
+        _compaction(event)
+    elif isinstance(event, UserMessageOffloaded):
+        _instant(
+            "context.offload",
+            {
+                _P + "message_id": event.message_id,
+                _P + "bytes.before": event.bytes_before,
+                _P + "bytes.after": event.bytes_after,
+                _P + "tokens.saved": event.tokens_saved,
+                _P + "saved_path": event.path,
+            },
+        )
+    elif isinstance(event, ProviderOverflowRecovered):
+        _instant(
+            "context.recover",
+            {
+                _P + "tokens.before": event.tokens_before,
+                _P + "tokens.after": event.tokens_after,
+                _P + "provider.tokens": event.provider_tokens,
+                _P + "provider.limit": event.provider_limit,
+                _P + "window": event.window,
+                _P + "error": event.error[:500],
+            },
+        )
+    elif isinstance(event, ContextError):
+        _instant(
+            "context.refuse",
+            {
+                _P + "reason": event.reason,
+                _P + "tokens.prompt": event.tokens,
+                _P + "window": event.max_input_tokens,
+                _P + "largest": event.largest or None,
+                _P + "saved_path": event.path or None,
+            },
+            error=event.reason,
+        )
+    elif isinstance(event, ContextOverflow):
+        _instant(
+            "context.overflow",
+            {
+                _P + "tokens.prompt": event.tokens,
+                _P + "tokens.trigger": event.trigger_tokens,
+                _P + "window": event.max_input_tokens,
+                _P + "messages.total": event.messages,
+                _P + "messages.compactable": event.compactable,
+            },
+        )
+    elif isinstance(event, SaveFailed):
+        _instant(
+            "context.save_failed",
+            {_P + "what": event.what, _P + "saved_path": event.path, _P + "error": event.error},
+            error=event.error or event.what,
+        )
+    elif isinstance(event, MemoryWritten):
+        _instant("context.memory_write", {"gen_ai.tool.name": event.tool})
+    elif isinstance(event, Consolidated) and event.status != "nothing_to_do":
+        _instant(
+            "context.consolidate",
+            {
+                _P + "status": event.status,
+                _P + "notes": list(event.notes),
+                _P + "bytes.after": event.bytes,
+            },
+        )
+    elif isinstance(event, ContextWarning):
         span = otel_trace.get_current_span()
-        if not span.is_recording() or getattr(span, "name", None) != COMPACT_SPAN:
-            return  # a compaction run outside its span (a caller of the pipeline's own)
-        if isinstance(event, CompactionStarted):
-            span.set_attributes(
+        if span.is_recording():
+            span.add_event(
+                "context.warning",
+                _clean({_P + "where": event.where, _P + "error": event.error}),
+            )
+
+
+def _compaction(event: CompactionStarted | CompactionFinished | CompactionFailed) -> None:
+    span = otel_trace.get_current_span()
+    if not span.is_recording() or getattr(span, "name", None) != COMPACT_SPAN:
+        return  # a compaction run outside its span (a caller of the pipeline's own)
+    if isinstance(event, CompactionStarted):
+        span.set_attributes(
+            {
+                _P + "tokens.before": event.tokens_before,
+                _P + "tokens.trigger": event.trigger_tokens,
+                _P + "messages.compacted": event.messages_to_compact,
+                _P + "messages.kept": event.messages_kept,
+                _P + "forced": event.forced,
+            }
+        )
+    elif isinstance(event, CompactionFinished):
+        span.set_attributes(
+            _clean(
                 {
-                    _P + "tokens.before": event.tokens_before,
-                    _P + "tokens.trigger": event.trigger_tokens,
-                    _P + "messages.compacted": event.messages_to_compact,
-                    _P + "messages.kept": event.messages_kept,
-                    _P + "forced": event.forced,
+                    _P + "tokens.after": event.tokens_after,
+                    _P + "summary.source": event.summary_source,
+                    _P + "summary.model_attempts": event.model_attempts,
+                    _P + "summary.model_failures": event.model_failures,
+                    _P + "dialog.refs": list(event.dialog_refs),
                 }
             )
-        elif isinstance(event, CompactionFinished):
-            span.set_attributes(
-                _clean(
-                    {
-                        _P + "tokens.after": event.tokens_after,
-                        _P + "summary.source": event.summary_source,
-                        _P + "summary.model_attempts": event.model_attempts,
-                        _P + "summary.model_failures": event.model_failures,
-                        _P + "dialog.refs": list(event.dialog_refs),
-                    }
-                )
+        )
+    else:
+        span.set_attributes(
+            _clean(
+                {
+                    _P + "failure.reason": event.reason,
+                    _P + "failure.error": event.error or None,
+                }
             )
-        else:
-            span.set_attributes(
-                _clean(
-                    {
-                        _P + "failure.reason": event.reason,
-                        _P + "failure.error": event.error or None,
-                    }
-                )
-            )
-            span.set_status(Status(StatusCode.ERROR, event.reason))
+        )
+        span.set_status(Status(StatusCode.ERROR, event.reason))
 
 
 # ------------------------------------------------------------------ model calls of ours
