@@ -55,7 +55,8 @@ async def test_search_dialog(workspace: Path) -> None:
     _, search_dialog = make_dialog_tools(store)
     store.append([user("the staging password rotates weekly"), assistant("noted")])
     out = await search_dialog("staging password")
-    assert out.startswith("1 message(s)") and "rotates weekly" in out
+    assert out.startswith("1 hit(s) in this conversation") and "rotates weekly" in out
+    assert "read_dialog(date=" in out and "start_line=1" in out
     assert (await search_dialog("absent words")).startswith("No saved message")
     assert (await search_dialog("  ")).startswith("Error:")
 
@@ -81,9 +82,10 @@ async def test_search_finds_quoted_arguments_and_offloaded_outputs(workspace: Pa
             results(ToolResult("b1", "bash", excerpt)),
         ]
     )
-    assert (await search_dialog('<pre><code class="language-json">')).startswith("1 message")
+    assert (await search_dialog('<pre><code class="language-json">')).startswith("1 hit(s)")
     found = await search_dialog("checksum mismatch at block 77")
-    assert found.startswith("1 message") and path in found
+    assert found.startswith("1 hit(s)") and path in found
+    assert f"read_file(file_path={path!r}, start_line=4001)" in found, "the line of the match"
 
 
 async def test_the_dialog_tools_join_the_prompt_once_there_is_a_dialog(workspace: Path) -> None:

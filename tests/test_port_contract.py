@@ -393,7 +393,7 @@ async def test_the_tools_the_model_is_shown(workspace: Path, tmp_path: Path) -> 
     answers = {r.id: r.text for view in agent.views() for r in view.tool_results}
     assert answers["r1"].startswith("line 0003\nline 0004\n")
     assert split_notice(answers["r1"])[1].next_line == 5
-    assert answers["s1"].startswith("1 message(s), newest first")
+    assert answers["s1"].startswith("1 hit(s) in this conversation, best first")
     assert "collect the documents" in answers["s1"]
     assert answers["m1"].startswith("Added")
     assert "Editor: helix" in (workspace / "Memory.md").read_text(encoding="utf-8")

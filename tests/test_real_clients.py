@@ -149,7 +149,10 @@ def test_chat_with_an_agent_file_scripted_from_stdin(
         spec = agent_file("openai-compatible", "http://127.0.0.1:9/v1", True, TOOL)
         spec["context"]["long_term_memory"] = {"enabled": True, "consolidation_time": "off"}
         (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
-        lines = "collect the documents\n/context\n/compact\n/memory\n"
+        lines = (
+            "collect the documents\n/context\n/history\n/search documents\n"
+            "/search\n/compact keep every file name verbatim\n/memory\n"
+        )
         monkeypatch.setattr("sys.stdin", io.StringIO(lines))
         # --base-url replaces the file's (dead) server with the running one
         code = main(["chat", "--agent", "agent.yaml", "--base-url", server.url])
@@ -159,6 +162,12 @@ def test_chat_with_an_agent_file_scripted_from_stdin(
         assert "[context]" in printed and "compacted:" in printed, "compaction notices"
         assert "tokens now (system" in printed and "compaction at" in printed, "/context"
         assert "compacted on request" in printed, "/compact"
+        assert "tokens in use" in printed and "compaction(s) this chat; dialog:" in printed
+        assert "hit(s) in this conversation, best first" in printed, "/search"
+        assert "read on: read_dialog(" in printed
+        assert "/search QUERY: what to find" in printed, "/search without a query"
+        hinted = [r for r in server.requests if "keep every file name verbatim" in str(r)]
+        assert hinted and COMPACTION_MARKER in system_text(hinted[0]), "the hint, to the summary"
         assert "context stats: " in printed and "truncation(s)" in printed
         assert server.requests, "the real client reached the server"
         # the conversation was saved in the workspace; the next chat continues from it

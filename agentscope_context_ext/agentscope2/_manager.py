@@ -29,6 +29,7 @@ from ..core.events import ContextWarning, EventBus
 from ..core.manager import ContextManager, LongTermHooks, resolve_window
 from ..core.pipeline import ResultSlot
 from ..core.provider_errors import relay_stream
+from ..core.search import HistoryScope
 from ..core.tokens import get_token_counter
 from ..core.workspace import DialogStore, Storage, ToolResultStore
 from ._context import StatePort, changed_output
@@ -60,6 +61,8 @@ class AgentManager(ContextManager):
         offloader (`ContextOffloader`): Set as the agent's when it has none.
         compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's.
         notify (`Callable[[str], Awaitable] | None`): Where notices go (default: printed).
+        history (`HistoryScope | None`): A served session's siblings, for ``search_dialog``'s
+            scopes (design §6.2).
         long_term_at (`Path | Storage | None`): Where ``Memory.md`` is (default: the
             workspace).
 
@@ -90,6 +93,7 @@ class AgentManager(ContextManager):
         compaction_model: ChatModelBase | None = None,
         notify: Callable[[str], Awaitable[Any]] | None = None,
         long_term_at: Path | Storage | None = None,
+        history: HistoryScope | None = None,
     ) -> None:
         for attribute in ("state", "model", "toolkit"):
             if getattr(agent, attribute, None) is None:
@@ -132,6 +136,7 @@ class AgentManager(ContextManager):
                 show=self._show_memory,
             ),
             long_term_at=long_term_at,
+            history=history,
         )
         self.detached = False
         self._tools: list[Any] = []

@@ -182,6 +182,7 @@ class ContextMiddleware(MiddlewareBase):
                 compaction_model=self.compaction_model,
                 notify=self.notice,
                 long_term_at=self.placement.long_term,
+                history=self.placement.history,
             )
             self.manager.middleware = self
             self.manager.per_turn = self.per_turn

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.search import INDEX_DIRNAME
 from ..core.workspace import atomic_write_bytes, is_within
 
 __all__ = ["WorkspaceMirror"]
@@ -42,7 +43,8 @@ _MANIFEST = ".mirror.json"
 
 def _local_only(name: str) -> bool:
     """Files that are this copy's own: locks, write probes, atomic writes' temporaries and the
-    manifest (bookkeeping such as ``.consolidation.json`` is mirrored)."""
+    manifest (bookkeeping such as ``.consolidation.json`` is mirrored). The history index's
+    folder is this copy's own too: a cache, rebuilt from the files."""
     return name in (".lock", _MANIFEST) or name.startswith(".write-check-") or name.endswith(".tmp")
 
 
@@ -86,7 +88,9 @@ class WorkspaceMirror:
         found: dict[str, tuple] = {}
         if not self.local.is_dir():
             return found
-        for folder, _, names in os.walk(self.local):
+        for folder, folders, names in os.walk(self.local):
+            if INDEX_DIRNAME in folders:
+                folders.remove(INDEX_DIRNAME)
             for name in names:
                 if _local_only(name):
                     continue

@@ -27,10 +27,8 @@ worker, or after a restart, continues where the last one stopped.
 from __future__ import annotations
 
 import hashlib
-import os
+import logging
 import re
-import stat
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -40,8 +38,9 @@ from agentscope.model import ChatModelBase
 from agentscope.tool import LocalBackend
 
 from ..core.config import ContextConfig
-from ..core.errors import ConfigError, ContextExtError, WorkspaceError
+from ..core.errors import ConfigError, ContextExtError
 from ..core.longterm import NOTES_DIRNAME
+from ..core.search import HistoryScope
 from ..core.tracing import tracing_enabled
 from ..core.workspace import (
     DIALOG_DIRNAME,
@@ -53,12 +52,15 @@ from ..core.workspace import (
     check_storage_writable,
     check_writable,
     open_storage,
+    private_cache_folder,
 )
 from ._middleware import ContextMiddleware
 from ._mirror import WorkspaceMirror
 from ._tracing import traced
 
 __all__ = ["CONTEXT_DIRNAME", "MiddlewareFactory", "context_middleware_factory", "served_placement"]
+
+logger = logging.getLogger("agentscope_context_ext")
 
 CONTEXT_DIRNAME = "context_ext"
 """This package's folder in a session's folder and in the agent's workspace."""
@@ -106,7 +108,7 @@ def context_middleware_factory(
             before a turn and pushed after each step: ``None`` (default) for a workspace whose
             files are not on this machine (a sandbox), ``True`` for every workspace.
         cache (`str | Path | None`): Where the local copies are (default: this user's
-            private folder in the temporary directory, :func:`default_cache`).
+            private folder in the temporary directory, :func:`~agentscope_context_ext.core.workspace.private_cache_folder`).
 
     Raises:
         `ConfigError`: The configuration is invalid, now rather than at the first turn.
@@ -119,7 +121,7 @@ def context_middleware_factory(
     if "workspace" in settings.model_fields_set:
         store = open_storage(settings.workspace)
         check_storage_writable(store)
-    checked: set[Path] = set()
+    checked: set = set()
     copies = Path(cache) if cache is not None else None
 
     async def factory(
@@ -160,7 +162,7 @@ def served_placement(
     *,
     store: Storage | None = None,
     memory_scope: MemoryScope = "agent",
-    checked: set[Path] | None = None,
+    checked: set | None = None,
     mirror: bool | None = None,
     cache: Path | None = None,
 ) -> Placement:
@@ -191,7 +193,8 @@ def served_placement(
         agent_root = f"agents/{_safe_id(agent_id)}"
         session = SubStorage(store, f"{agent_root}/{session_key}")
         long_term = SubStorage(store, f"{agent_root}/{memory_key}")
-        return Placement(session.location, session, long_term)
+        history = _history(store, agent_id, user_id, session_id, session.folder, checked)
+        return Placement(session.location, session, long_term, history=history)
     workdir, local = _workdir(workspace)
     if mirror is False and not local:
         raise ContextExtError(
@@ -202,7 +205,7 @@ def served_placement(
     mirrors: tuple[WorkspaceMirror, ...] = ()
     if mirror or (mirror is None and not local):
         backend = workspace.get_backend().join_path
-        where = (cache or default_cache()) / _safe_id(
+        where = (cache or private_cache_folder()) / _safe_id(
             str(getattr(workspace, "workspace_id", "") or workdir)
         )
         session_dir, memory_dir = where / session_key, where / memory_key
@@ -222,7 +225,31 @@ def served_placement(
         check_writable(memory_dir, (NOTES_DIRNAME,))
         if checked is not None:
             checked.add(memory_dir)
-    return Placement(session_dir, LocalStorage(session_dir), memory_dir, mirrors)
+    # Sessions of a local folder can be searched together; a sandbox's copy holds one session.
+    history = (
+        None
+        if mirrors
+        else _history(LocalStorage(workdir), agent_id, user_id, session_id, session_key, checked)
+    )
+    return Placement(session_dir, LocalStorage(session_dir), memory_dir, mirrors, history)
+
+
+def _history(
+    root: Storage, agent_id: str, user_id: str, session_id: str, folder: str, done: set | None
+) -> HistoryScope | None:
+    """The session's place among the others of ``root``, written down the first time this
+    process serves it (design §6.2); ``None`` when the list cannot be written."""
+    scope = HistoryScope(root, str(agent_id), str(user_id), str(session_id), folder)
+    mark = ("history", root.location, scope.agent_id, scope.session_id)
+    if done is None or mark not in done:
+        try:
+            scope.register()
+        except Exception as exc:  # noqa: BLE001 - the turn goes on; search covers the session
+            logger.warning("cannot list session %s for history search: %r", session_id, exc)
+            return None
+        if done is not None:
+            done.add(mark)
+    return scope
 
 
 def _workdir(workspace: Any) -> tuple[str, bool]:
@@ -240,30 +267,6 @@ def _workdir(workspace: Any) -> tuple[str, bool]:
     except RuntimeError as exc:  # not initialized
         raise ContextExtError(f"context_middleware_factory: {exc}") from None
     return str(workdir), isinstance(backend, LocalBackend)
-
-
-def default_cache() -> Path:
-    """The folder of the local copies when ``cache=`` is not given: this user's own, in the
-    temporary directory, private (0700).
-
-    Raises:
-        `WorkspaceError`: It exists and is not this user's private folder (a link, another
-            owner, open to others): someone else could read or plant the copies.
-    """
-    uid = os.getuid() if hasattr(os, "getuid") else None  # Windows: no owner to compare
-    path = Path(tempfile.gettempdir()) / f"agentscope-context-ext-{uid if uid is not None else 0}"
-    try:
-        path.mkdir(mode=0o700, exist_ok=True)
-        info = os.lstat(path)
-    except OSError as exc:
-        raise WorkspaceError(f"the cache folder {path} cannot be made: {exc.strerror}") from None
-    foreign = uid is not None and (info.st_uid != uid or info.st_mode & 0o077)
-    if not stat.S_ISDIR(info.st_mode) or foreign:
-        raise WorkspaceError(
-            f"the cache folder {path} is not this user's private folder (a link, another "
-            "owner, or open to others); pass cache= a folder of your own"
-        )
-    return path
 
 
 def _safe_id(value: str) -> str:

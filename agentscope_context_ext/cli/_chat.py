@@ -11,6 +11,7 @@ from ..adapter import installed
 from ..agentfile import ModelUnavailable, build_agent, explain_model_failure
 from ..core.agent_file import ModelSettings, load_agent_file
 from ..core.config import ContextConfig
+from ..core.tools import make_dialog_tools
 from ._models import model_from_environment
 
 EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
@@ -36,7 +37,8 @@ def run_chat(
     The agent comes from ``agent_file`` (any provider, see :func:`build_agent`; ``model_name``
     and ``base_url`` override its model), else from the environment's DashScope/OpenAI key.
     On a terminal the user types at a prompt; otherwise each line of ``stdin`` is one message,
-    so a chat can be scripted. ``/compact``, ``/context`` and ``/memory`` are commands. The
+    so a chat can be scripted. ``/compact [hint]`` (the hint goes to the summary model),
+    ``/context``, ``/history``, ``/search QUERY`` and ``/memory`` are commands. The
     agent's state is saved after every turn to ``<workspace>/sessions/<session_id>.json``
     (atomically), or with a Redis workspace on that server, and loaded at start. The agent is
     the installed AgentScope's (its adapter's ``ManagedAgent``).
@@ -79,16 +81,35 @@ def run_chat(
 
     say(
         f"chatting with {model_label} (window {manager.max_input_tokens:,} tokens, workspace "
-        f"{config.workspace}, session {session_id}); /compact, /context, /memory; exit to leave"
+        f"{config.workspace}, session {session_id}); /compact [hint], /context, /history, "
+        "/search QUERY, /memory; exit to leave"
     )
+    _, search_dialog = make_dialog_tools(manager.dialog_store)
 
     async def command(text: str) -> bool:
-        if text == "/compact":
+        name, _, rest = text.partition(" ")
+        rest = rest.strip()
+        if name == "/compact":
             before = manager.stats.compactions
-            count = await manager.compact_now()
+            count = await manager.compact_now(rest or None)
             done = "compacted on request" if manager.stats.compactions > before else "no compaction"
             say(f"[context] {done}: the next prompt is {count.total:,} tokens")
-        elif text == "/context":
+        elif name == "/history":
+            count = await manager.count()
+            store = manager.dialog_store
+            files = store.files()
+            lines = sum(store.line_count(file) for file in files)
+            size = sum(store.storage.size(file) for file in files)
+            say(
+                f"[context] {count.total:,} of {manager.max_input_tokens:,} tokens in use "
+                f"({count.total / manager.max_input_tokens:.0%}); "
+                f"{manager.stats.compactions} compaction(s) this chat; dialog: {lines:,} "
+                f"message(s) in {len(files)} file(s), {size:,} bytes"
+                + (f" ({files[-1][7:17]} to {files[0][7:17]})" if files else "")
+            )
+        elif name == "/search":
+            say(await search_dialog(rest) if rest else "[context] /search QUERY: what to find")
+        elif name == "/context":
             count = await manager.count()
             compaction = (
                 f"last compaction {last['tokens_before']:,} -> {last['tokens_after']:,} tokens"
@@ -106,7 +127,7 @@ def run_chat(
                 f"{shift}) of a {manager.max_input_tokens:,}-token window; compaction at "
                 f"{manager.pipeline.trigger_tokens:,}; {compaction}"
             )
-        elif text == "/memory":
+        elif name == "/memory":
             service = manager.long_term_service
             content = service.memory.read().strip() if service is not None else ""
             say(content or "[context] Memory.md is empty (or long-term memory is off)")

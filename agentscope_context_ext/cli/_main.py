@@ -126,6 +126,34 @@ def _parser() -> argparse.ArgumentParser:
     _workspace_argument(inspect_cmd)
     _config_argument(inspect_cmd, "YAML/JSON config file (for the TTL)")
 
+    search = commands.add_parser(
+        "search",
+        help="ranked search of saved history: compacted messages and saved outputs",
+        description="Search what left the context (dialog/ and the saved tool outputs) with a "
+        "full-text index (BM25), best hit first: file and line, and a snippet. WORKSPACE is "
+        "one conversation's workspace, a served agent's workspace or store (every session it "
+        'lists), or a folder of served agents\' workspaces. Words, "a phrase", prefix*, '
+        "identifiers (my_var, a/b.py) and CJK text work.",
+    )
+    _workspace_argument(search)
+    search.add_argument("query", help="what to find")
+    search.add_argument(
+        "--scope",
+        default="all",
+        help="all (default), session (needs --session), agent (needs --agent) or user "
+        "(needs --user)",
+    )
+    search.add_argument("--agent", help="only this agent's sessions")
+    search.add_argument("--user", help="only this user's sessions")
+    search.add_argument("--session", help="only this session")
+    search.add_argument("--limit", type=int, default=10, help="hits to show (default: 10)")
+    search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    search.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="build the index again from the files first (e.g. after restoring a backup)",
+    )
+
     chat = commands.add_parser(
         "chat",
         help="chat with an agent that has context management (your model: --agent FILE)",
@@ -133,8 +161,8 @@ def _parser() -> argparse.ArgumentParser:
         "says the model (dashscope, openai, anthropic, ollama or any openai-compatible server), "
         "tools and context settings; without it, DashScopeChatModel when DASHSCOPE_API_KEY is set, "
         "else OpenAIChatModel when OPENAI_API_KEY is set. On a terminal it is interactive; "
-        "otherwise every line of stdin is one message. /compact, /context and /memory are "
-        "commands. The conversation is saved after every turn and continued by the next chat "
+        "otherwise every line of stdin is one message. /compact [hint], /context, /history, "
+        "/search QUERY and /memory are commands. The conversation is saved after every turn and continued by the next chat "
         "with the same --session.",
     )
     chat.add_argument("--agent", type=Path, help="the agent file (YAML), see configs/agents/")
@@ -211,6 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_replay(args)
         if args.command == "inspect":
             return _cmd_inspect(args)
+        if args.command == "search":
+            return _cmd_search(args)
         if args.command == "chat":
             return _cmd_chat(args)
         if args.command == "serve":
@@ -361,6 +391,27 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
     storage = _open_workspace(args.workspace)
     inspect_workspace(storage, _config(args.config).truncation.ttl_days, sys.stdout)
+    return EXIT_OK
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    from ._search import SearchError, search_workspace
+
+    refuse_other_schemes(args.workspace)
+    try:
+        search_workspace(
+            args.workspace,
+            args.query,
+            scope=args.scope,
+            agent=args.agent,
+            user=args.user,
+            session=args.session,
+            limit=args.limit,
+            as_json=args.json,
+            rebuild=args.rebuild,
+        )
+    except SearchError as exc:
+        raise BadInput(str(exc)) from None
     return EXIT_OK
 
 

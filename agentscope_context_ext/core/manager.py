@@ -39,6 +39,7 @@ from .pipeline import (
     tool_name,
 )
 from .provider_errors import LengthRejection
+from .search import HistoryScope
 from .tokens import TokenCounter, known_max_input_tokens
 from .tools import make_dialog_tools, make_read_file
 from .tracing import in_conversation, record_span
@@ -101,6 +102,8 @@ class ContextManager(ABC):
             off, whatever the config says).
         long_term_at (`Path | Storage | None`): Where ``Memory.md`` and the daily notes are
             (default: the workspace; a served agent's are its agent's, not its session's).
+        history (`HistoryScope | None`): A served session's place among the others: the scopes
+            ``search_dialog`` can cover beyond this conversation (design §6.2).
 
     Attributes:
         pipeline (`ContextPipeline`): The steps run before every model call.
@@ -128,6 +131,7 @@ class ContextManager(ABC):
         notify: Notify | None = None,
         long_term: LongTermHooks | None = None,
         long_term_at: Path | Storage | None = None,
+        history: HistoryScope | None = None,
     ) -> None:
         self.config = config
         self.port = port
@@ -135,6 +139,7 @@ class ContextManager(ABC):
         self.workspace = workspace
         self.storage = storage
         self.dialog_store = dialog_store
+        self.history = history
         self.bus = bus
         self.tool_result_store = tool_result_store or ToolResultStore(
             storage, ttl_days=config.truncation.ttl_days
@@ -151,6 +156,8 @@ class ContextManager(ABC):
             compaction_window=summary_window,
             notify=notify,
         )
+        if history is not None:  # the user's other sessions are worth a search from the start
+            self.pipeline.offered_tools.elsewhere = history.has_others
         # Spans of what the pipeline does, when a tracer provider is installed (design §9.1).
         bus.subscribe(record_span)
         self.long_term_service: LongTermService | None = None
@@ -190,10 +197,13 @@ class ContextManager(ABC):
                 config.tools.allowed_roots,
                 max_bytes_cap=config.truncation.read_file_max_bytes(self.max_input_tokens),
                 held=self.tool_result_store.held,
+                sessions=self.history.storage_of if self.history is not None else None,
             )
             tools.append(("read_file", reader))
         if config.tools.dialog:
-            tools += [("dialog", tool) for tool in make_dialog_tools(self.dialog_store)]
+            tools += [
+                ("dialog", tool) for tool in make_dialog_tools(self.dialog_store, self.history)
+            ]
         if self.long_term_service is not None:
             tools += [("memory", tool) for tool in self.long_term_service.memory_tools()]
         return tools

@@ -174,7 +174,7 @@ async def summary_fidelity(
             if not mentions(model_input, identifier):
                 result.missing_from_input.append(identifier)
             answer = await search_dialog(identifier)
-            if answer.startswith("No saved message"):
+            if answer.startswith(("No saved message", "Nothing in")):
                 result.missing_from_search.append(identifier)
     return result
 

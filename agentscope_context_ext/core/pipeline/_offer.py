@@ -3,7 +3,8 @@
 ``read_dialog`` and ``search_dialog`` can only answer "nothing was compacted" until a dialog
 exists, and their schemas would cost every prompt (B8: ~565 tokens on a 6k window where plain
 2.x pays nothing). So they are left out until a compaction happened, the context holds a
-summary, or the workspace has dialog files from before; from then on they stay, so the tool
+summary, or the workspace has dialog files from before (or, served, the user has other
+sessions with the agent to search); from then on they stay, so the tool
 list changes once at most, at a compaction, which re-sends the message prefix anyway. They
 stay registered: a call made anyway is answered.
 
@@ -14,6 +15,7 @@ compaction already includes the dialog tools the next call will carry.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 from ..events import ContextStats
 from ..workspace import DialogStore
@@ -44,6 +46,8 @@ class ToolOffer:
         self.stats = stats
         self.port = port
         self.dialog = dialog
+        self.elsewhere: Callable[[], bool] | None = None
+        """Whether there is history elsewhere to search (a served user's other sessions)."""
         self._shown = False
         self._checked = False
         self._last: tuple[list[dict], list[dict]] | None = None
@@ -75,8 +79,8 @@ class ToolOffer:
         if self.stats.compactions or self.port.summary is not None:
             self._shown = True
         elif not self._checked:
-            self._checked = True  # dialog files from before: listed once
-            self._shown = bool(self.dialog.files())
+            self._checked = True  # dialog files from before (or other sessions): listed once
+            self._shown = bool(self.dialog.files()) or bool(self.elsewhere and self.elsewhere())
         if self._shown:
             return schemas
         return [s for s in schemas if tool_name(s) not in DIALOG_TOOL_NAMES]

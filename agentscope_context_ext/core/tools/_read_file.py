@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from ._reader import FileReader, ReadFileError, resolve_allowed_roots
 
 __all__ = ["make_read_file"]
 
+_SAVED_RE = re.compile(r"(?:tool_result|message)/[0-9a-f]{32}\.txt")
+
 
 def make_read_file(
     workspace: str | os.PathLike[str] | Storage,
@@ -20,6 +23,7 @@ def make_read_file(
     allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
     max_bytes_cap: int | None = None,
     held: Callable[[str], bytes | None] | None = None,
+    sessions: Callable[[str], Storage | None] | None = None,
 ) -> Callable[..., Coroutine[Any, Any, str]]:
     """The ``read_file`` tool: reads inside the workspace and ``allowed_roots``.
 
@@ -32,6 +36,8 @@ def make_read_file(
         max_bytes_cap (`int | None`): Upper bound on one excerpt, e.g. the window share.
         held (`Callable | None`): ``ToolResultStore.held``: saved results still held in memory
             (a write failed) are read from there.
+        sessions (`Callable | None`): ``HistoryScope.storage_of``: the folder of another of the
+            user's sessions, whose saved outputs ``read_file(..., session=...)`` reads.
 
     Returns:
         An async function named ``read_file`` returning the text (or a one-line ``Error: ...``).
@@ -50,6 +56,25 @@ def make_read_file(
             text_dirs=[Path(workspace).absolute() / TOOL_RESULT_DIRNAME],
             held=held,
         )
+
+    def reader_of(session: str) -> FileReader:
+        storage = sessions(session) if sessions is not None else None
+        if storage is None:
+            raise ReadFileError(f"no session {session!r} of this user to read")
+        return FileReader([Path.cwd()], truncation, max_bytes_cap, storage=storage)
+
+    def read(file_path, start_line, end_line, start_byte, session=None) -> str:
+        try:
+            if session is None:
+                return reader.read(file_path, start_line, end_line, start_byte)
+            if not isinstance(file_path, str) or not _SAVED_RE.fullmatch(file_path.strip()):
+                raise ReadFileError(
+                    "only a saved output (tool_result/<hash>.txt or message/<hash>.txt) of "
+                    "another session can be read"
+                )
+            return reader_of(str(session)).read(file_path.strip(), start_line, end_line, start_byte)
+        except ReadFileError as exc:
+            return f"Error: {exc}"
 
     async def read_file(
         file_path: str,
@@ -70,9 +95,27 @@ def make_read_file(
             start_byte (int):
                 Byte offset in start_line, when a notice gives one.
         """
-        try:
-            return reader.read(file_path, start_line, end_line, start_byte)
-        except ReadFileError as exc:
-            return f"Error: {exc}"
+        return read(file_path, start_line, end_line, start_byte)
 
-    return read_file
+    if sessions is None:
+        return read_file
+
+    async def read_file_of_session(
+        file_path: str,
+        start_line: int = 1,
+        end_line: int | None = None,
+        start_byte: int = 0,
+        session: str | None = None,
+    ) -> str:
+        # A served agent's read_file: the same, and ``session`` (its schema only there).
+        return read(file_path, start_line, end_line, start_byte, session)
+
+    read_file_of_session.__doc__ = (read_file.__doc__ or "").rstrip() + SESSION_ARG
+    read_file_of_session.__name__ = read_file_of_session.__qualname__ = "read_file"
+    return read_file_of_session
+
+
+SESSION_ARG = """
+            session (str | None):
+                Another of your sessions, as search_dialog names it; omit for this one.
+        """

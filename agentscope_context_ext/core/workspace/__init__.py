@@ -10,6 +10,7 @@ from ._files import (
     ensure_directory,
     file_lock,
     is_within,
+    private_cache_folder,
 )
 from ._open import Placement, open_workspace
 from ._storage import (
@@ -57,6 +58,7 @@ __all__ = [
     "is_within",
     "open_storage",
     "open_workspace",
+    "private_cache_folder",
     "redact_url",
     "refuse_other_schemes",
     "saved_paths",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,3 +143,27 @@ def is_within(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> boo
     real_path = os.path.realpath(path)
     real_root = os.path.realpath(root)
     return real_path == real_root or real_path.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def private_cache_folder() -> Path:
+    """This user's own folder in the temporary directory, private (0700): where a served
+    agent's local copies of a sandbox's files and the history index of a Redis workspace go.
+
+    Raises:
+        `WorkspaceError`: It exists and is not this user's private folder (a link, another
+            owner, open to others): someone else could read or plant the copies.
+    """
+    uid = os.getuid() if hasattr(os, "getuid") else None  # Windows: no owner to compare
+    path = Path(tempfile.gettempdir()) / f"agentscope-context-ext-{uid if uid is not None else 0}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError as exc:
+        raise WorkspaceError(f"the cache folder {path} cannot be made: {exc.strerror}") from None
+    foreign = uid is not None and (info.st_uid != uid or info.st_mode & 0o077)
+    if not stat.S_ISDIR(info.st_mode) or foreign:
+        raise WorkspaceError(
+            f"the cache folder {path} is not this user's private folder (a link, another "
+            "owner, or open to others); pass cache= a folder of your own"
+        )
+    return path

@@ -56,9 +56,12 @@ class Placement:
         mirrors (`tuple`): Local copies of folders kept elsewhere (a sandboxed workspace), each
             with ``async pull()`` and ``async push()``: the adapter pulls before a turn and
             pushes after each step that writes.
+        history (`HistoryScope | None`): The session among the others of its place (the
+            scopes of ``search_dialog``); ``None``: an agent that is not served.
     """
 
     workspace: Path | str
     storage: Storage
     long_term: Path | Storage | None = None
     mirrors: tuple[Any, ...] = ()
+    history: Any = None

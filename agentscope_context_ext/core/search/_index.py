@@ -1,0 +1,404 @@
+"""The history index of one conversation: SQLite FTS5 over its dialog and saved outputs.
+
+The JSONL files of ``dialog/`` and the saved texts of ``tool_result/`` and ``message/`` are the
+truth; the index is a cache of them, brought up to date before each search (it reads only what
+was appended or saved since) and rebuilt from them when it is missing, stale (a dialog file
+that shrank), corrupt or not ours. Nothing is written to it on the agent's step: the cost of a
+message is paid once, by the first search after it was saved.
+
+Where it is: ``<workspace>/.search/index.sqlite`` for a local workspace; for a Redis workspace a
+file of the same form in this user's private cache folder (each worker keeps its own, from the
+same truth, so every worker answers alike). When neither can be written (a read-only
+workspace) the index is built in memory for the search: slower, the same answers.
+
+Documents are contentless (the index holds tokens, not the text): a message's searchable text
+is kept beside it for the snippet, a saved output is read back from its file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..rendering import part_text
+from ..workspace import (
+    DIALOG_DIRNAME,
+    MESSAGE_DIRNAME,
+    TOOL_RESULT_DIRNAME,
+    DictCodec,
+    LocalStorage,
+    Storage,
+    SubStorage,
+    private_cache_folder,
+)
+from ._text import PART_SEPARATOR, Term, index_text, snippet
+
+__all__ = ["INDEX_DIRNAME", "HistoryIndex", "IndexedHit", "index_location"]
+
+logger = logging.getLogger("agentscope_context_ext")
+
+INDEX_DIRNAME = ".search"
+"""The index's folder in a local workspace (``.search/index.sqlite``)."""
+_INDEX_NAME = "index.sqlite"
+_SCHEMA = "agentscope-context-ext history index 1"
+_DIALOG_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.jsonl$")
+_SAVED_RE = re.compile(r"^[0-9a-f]{32}\.txt$")
+OUTPUT_INDEX_BYTES = 2 * 1024 * 1024
+"""Bytes of a saved output the index reads (the head of a 100 MB log; the rest stays readable
+through ``read_file``)."""
+_BATCH = 500
+
+
+@dataclass(frozen=True)
+class IndexedHit:
+    """One ranked document of one conversation's index."""
+
+    score: float
+    """BM25 as FTS5 gives it: lower is better."""
+    kind: str
+    """``message`` (a saved dialog line) or ``output`` (a saved tool output or user text)."""
+    file: str
+    """Workspace-relative: ``dialog/2026-12-03.jsonl`` or ``tool_result/<hash>.txt``."""
+    line: int
+    """The dialog line; for an output, the line of the output the match is on."""
+    snippet: str
+    role: str = ""
+    timestamp: str = ""
+
+
+def index_location(storage: Storage) -> Path:
+    """Where the index of a conversation kept in ``storage`` lives (see the module's text)."""
+    local = _local_root(storage)
+    if local is not None:
+        return local / INDEX_DIRNAME / _INDEX_NAME
+    digest = hashlib.sha256(storage.location.encode("utf-8")).hexdigest()[:32]
+    return private_cache_folder() / "search" / f"{digest}.sqlite"
+
+
+def _local_root(storage: Storage) -> Path | None:
+    if isinstance(storage, LocalStorage):
+        return storage.root
+    if isinstance(storage, SubStorage):
+        base = _local_root(storage.base)
+        return None if base is None else base / storage.folder
+    return None
+
+
+def _open(path: Path | str) -> sqlite3.Connection:
+    # The tools search in a worker thread (one at a time, under their lock).
+    db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA busy_timeout = 30000")
+    return db
+
+
+def _head(storage: Storage, key: str) -> str:
+    """A fingerprint of the first line of a log: another file under the same name differs."""
+    lines = storage.lines(key, 1)
+    try:
+        first = next(iter(lines), (0, b""))[1]
+    finally:
+        close = getattr(lines, "close", None)
+        if close is not None:
+            close()
+    return hashlib.sha256(first).hexdigest()[:16]
+
+
+class _Stale(Exception):
+    """The truth changed in a way the index cannot follow by appending: rebuild."""
+
+
+class HistoryIndex:
+    """The searchable history of one conversation.
+
+    Args:
+        storage (`Storage`): The conversation's workspace (its ``dialog/`` and ``tool_result/``).
+        path (`Path | None`): The index file (default: :func:`index_location`).
+        progress (`Callable[[int], None] | None`): Told how many documents were added, while a
+            long catch-up runs (the command line prints it).
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        path: Path | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self.storage = storage
+        self.path = path or index_location(storage)
+        self.progress = progress
+        self._view = DictCodec().view
+        self._db: sqlite3.Connection | None = None
+        self.in_memory = False
+        """Whether the index could not be written where it belongs (built in memory)."""
+
+    # ------------------------------------------------------------------ opening
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = _open(self.path)
+            if not self._is_ours(db):
+                db.close()
+                self._remove_file()
+                db = _open(self.path)
+            self._create(db)
+        except (OSError, sqlite3.Error) as exc:
+            logger.info("history index at %s unusable (%s): searching in memory", self.path, exc)
+            db = _open(":memory:")
+            self._create(db)
+            self.in_memory = True
+        self._db = db
+        return db
+
+    @staticmethod
+    def _is_ours(db: sqlite3.Connection) -> bool:
+        """A new file, or an index of this schema; else (another program's database, an older
+        schema, a corrupt file) it is replaced."""
+        try:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+            if not tables:
+                return True
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            return row is not None and row[0] == _SCHEMA
+        except sqlite3.Error:
+            return False
+
+    @staticmethod
+    def _create(db: sqlite3.Connection) -> None:
+        db.executescript(
+            f"""
+            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+            INSERT OR IGNORE INTO meta VALUES ('schema', '{_SCHEMA}');
+            CREATE TABLE IF NOT EXISTS sources(
+                name TEXT PRIMARY KEY, lines INTEGER NOT NULL, version TEXT NOT NULL,
+                head TEXT NOT NULL DEFAULT '');
+            CREATE TABLE IF NOT EXISTS docs(
+                id INTEGER PRIMARY KEY, kind TEXT NOT NULL, file TEXT NOT NULL,
+                line INTEGER NOT NULL, msg_id TEXT UNIQUE, role TEXT, ts TEXT, body TEXT);
+            CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+                body, content='', tokenize='unicode61 remove_diacritics 2');
+            """
+        )
+
+    def _remove_file(self) -> None:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+
+    def close(self) -> None:
+        """Close the index file (reopened by the next search)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def rebuild(self) -> int:
+        """Forget the index and build it again from the files; the documents indexed."""
+        self.close()
+        if not self.in_memory:
+            with contextlib.suppress(OSError):
+                self._remove_file()
+        self.in_memory = False
+        return self.refresh()
+
+    # ------------------------------------------------------------------ catching up
+
+    def refresh(self) -> int:
+        """Index what was saved since the last search; the documents added. Rebuilds the index
+        when it is stale or corrupt."""
+        for attempt in (1, 2):
+            try:
+                return self._refresh()
+            except (_Stale, sqlite3.DatabaseError) as exc:
+                if attempt == 2:
+                    raise
+                logger.warning("rebuilding the history index %s: %s", self.path, exc or "stale")
+                self.close()
+                if not self.in_memory:
+                    self._remove_file()
+                self.in_memory = False
+        return 0  # pragma: no cover - the loop returns or raises
+
+    def _refresh(self) -> int:
+        db = self._connect()
+        storage = self.storage
+        dialog = sorted(n for n in storage.names(DIALOG_DIRNAME) if _DIALOG_RE.match(n))
+        saved = [
+            f"{folder}/{name}"
+            for folder in (TOOL_RESULT_DIRNAME, MESSAGE_DIRNAME)
+            for name in storage.names(folder)
+            if _SAVED_RE.match(name)
+        ]
+        versions = {f"{DIALOG_DIRNAME}/{n}": self._version(f"{DIALOG_DIRNAME}/{n}") for n in dialog}
+        known = dict(db.execute("SELECT name, version FROM sources").fetchall())
+        if all(known.get(k) == v for k, v in versions.items()) and all(k in known for k in saved):
+            return 0  # the common case: nothing new, no write lock taken
+        added = 0
+        db.execute("BEGIN IMMEDIATE")  # one writer; the sources are read again under it
+        try:
+            state = {
+                name: (lines, version, head)
+                for name, lines, version, head in db.execute(
+                    "SELECT name, lines, version, head FROM sources"
+                )
+            }
+            for key, version in versions.items():
+                lines, known_version, head = state.get(key, (0, None, ""))
+                if known_version != version:
+                    added += self._index_dialog(db, key, lines, head)
+            for key in saved:
+                if key not in state:
+                    added += self._index_output(db, key)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return added
+
+    def _version(self, key: str) -> str:
+        # A log whose appends are atomic (Redis) is versioned by its length (LLEN, O(1)); a file
+        # by its size and time (one stat).
+        if self.storage.atomic_appends:
+            return f"n{self.storage.line_count(key)}"
+        return repr(self.storage.version(key))
+
+    def _index_dialog(self, db: sqlite3.Connection, key: str, done: int, head: str) -> int:
+        storage = self.storage
+        with contextlib.ExitStack() as held:
+            if not storage.atomic_appends:
+                # Under the dialog's lock the lines counted are whole: a writer holds it while
+                # appending (a crashed writer's torn line is ended by the next append). A
+                # workspace that cannot be locked is one nobody writes to (read-only).
+                with contextlib.suppress(OSError):
+                    held.enter_context(storage.lock(f"{DIALOG_DIRNAME}/.lock"))
+            count = storage.line_count(key)
+            # Redis: the version is the length just counted (a later append is read next time)
+            version = f"n{count}" if storage.atomic_appends else self._version(key)
+        first = _head(storage, key)
+        if count < done or (done and head != first):
+            # shorter, or another file under the same name (restored from a backup)
+            raise _Stale(f"{key} is not the file that was indexed")
+        if count < done:
+            raise _Stale(f"{key} has {count} lines, {done} were indexed")
+        added = 0
+        rows: list[tuple] = []
+        for line_no, raw in storage.lines(key, done + 1):
+            if line_no > count:
+                break
+            row = self._message_row(key, line_no, raw)
+            if row is not None:
+                rows.append(row)
+            if len(rows) >= _BATCH:
+                added += self._insert(db, rows)
+                rows = []
+        added += self._insert(db, rows)
+        db.execute(
+            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?)", (key, count, version, first)
+        )
+        return added
+
+    def _message_row(self, key: str, line_no: int, raw: bytes) -> tuple | None:
+        if not raw.strip():
+            return None
+        try:
+            record = json.loads(raw)
+            if not isinstance(record, dict) or "id" not in record:
+                return None
+            msg = self._view(record)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None  # a torn or foreign line: the dialog reader skips it too
+        # One part a block, reminders labelled as the tools render them (design §6.2).
+        body = PART_SEPARATOR.join(part_text(part) for part in msg.parts)
+        return ("message", key, line_no, str(record["id"]), msg.role, msg.timestamp, body)
+
+    def _insert(self, db: sqlite3.Connection, rows: list[tuple]) -> int:
+        added = 0
+        for row in rows:
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO docs(kind, file, line, msg_id, role, ts, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+            if cursor.rowcount == 1:  # a message replayed by a crashed compaction: once
+                db.execute(
+                    "INSERT INTO fts(rowid, body) VALUES (?, ?)",
+                    (cursor.lastrowid, index_text(row[6])),
+                )
+                added += 1
+        if added and self.progress is not None:
+            self.progress(added)
+        return added
+
+    def _index_output(self, db: sqlite3.Connection, key: str) -> int:
+        data = self.storage.read(key, OUTPUT_INDEX_BYTES)
+        db.execute("INSERT OR REPLACE INTO sources VALUES (?, 0, 'saved', '')", (key,))
+        if not data:
+            return 0
+        text = data.decode("utf-8", errors="replace")
+        return self._insert(db, [("output", key, 1, None, "tool", "", text)])
+
+    # ------------------------------------------------------------------ searching
+
+    def search(self, terms: list[Term], limit: int, all_terms: bool = True) -> list[IndexedHit]:
+        """The best ``limit`` documents holding every term (``all_terms``) or any of them."""
+        if not terms:
+            return []
+        self.refresh()
+        expression = (" AND " if all_terms else " OR ").join(term.fts() for term in terms)
+        db = self._connect()
+        try:
+            ranked = db.execute(
+                "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?",
+                (expression, limit * 2),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:  # our quoting makes this unexpected
+            raise ValueError(f"the query cannot be searched: {exc}") from None
+        hits = []
+        for rowid, score in ranked:
+            row = db.execute(
+                "SELECT kind, file, line, role, ts, body FROM docs WHERE id = ?", (rowid,)
+            ).fetchone()
+            if row is None:
+                continue
+            kind, file, line, role, ts, body = row
+            if kind == "output":
+                data = self.storage.read(file, OUTPUT_INDEX_BYTES)
+                if data is None:
+                    continue  # expired since it was indexed
+                body = data.decode("utf-8", errors="replace")
+            excerpt, at = snippet(body or "", terms)
+            hits.append(
+                IndexedHit(
+                    score=float(score),
+                    kind=kind,
+                    file=file,
+                    line=line if kind == "message" else at,
+                    snippet=excerpt,
+                    role=role or "",
+                    timestamp=ts or "",
+                )
+            )
+            if len(hits) >= limit:
+                break
+        return hits
+
+    def size(self) -> int:
+        """Bytes of the index file (0 in memory)."""
+        try:
+            return 0 if self.in_memory else self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def documents(self) -> Iterator[tuple[str, str, int]]:
+        """``(kind, file, line)`` of every indexed document, for checks."""
+        db = self._connect()
+        yield from db.execute("SELECT kind, file, line FROM docs ORDER BY id")

@@ -1,0 +1,124 @@
+"""What the history index reads and what a query asks for (design §6.2).
+
+The index tokenizes with SQLite FTS5's ``unicode61``: runs of letters and digits, case and
+diacritics folded. Two things it cannot do by itself are done here, the same way for the text
+and for the query, so that both meet:
+
+- **CJK text** has no spaces, so ``unicode61`` would make a whole sentence one token. Each run of
+  Chinese, Japanese or Korean characters becomes its overlapping pairs (``数据库`` -> ``数据 据库``;
+  a run of one character stays itself): a word of two or more characters is found inside any
+  sentence, as a phrase of its pairs.
+- **Queries are never FTS5 syntax.** Each word, or each ``"quoted phrase"``, becomes one quoted
+  FTS5 phrase: ``my_var``, ``foo.bar/baz`` and ``AND`` are text to find, not operators, and a
+  stray quote or ``*`` is a character, never a syntax error. A trailing ``*`` asks for a prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["PART_SEPARATOR", "Term", "index_text", "parse_query", "snippet"]
+
+PART_SEPARATOR = "\x1e"
+"""Between the parts of a message's text (a snippet stays within one part and keeps its
+label, e.g. ``[system reminder]``)."""
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+_PIECE_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_QUERY_RE = re.compile(r'"([^"]*)"?|(\S+)')
+
+MAX_TERMS = 32
+"""Words of a query beyond these are ignored (a pasted page is not a query)."""
+MAX_QUERY_CHARS = 2000
+"""Characters of a query read (the rest is ignored)."""
+
+
+def _pairs(run: str) -> str:
+    if len(run) == 1:
+        return f" {run} "
+    return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+
+def index_text(text: str) -> str:
+    """``text`` as the index reads it: CJK runs turned into their overlapping pairs."""
+    if not _CJK_RUN_RE.search(text):
+        return text
+    return _CJK_RUN_RE.sub(lambda m: _pairs(m.group()), text)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One thing a query looks for: a word, an identifier or a quoted phrase."""
+
+    text: str
+    """As the user wrote it (without quotes and the prefix ``*``)."""
+    words: tuple[str, ...]
+    """Its tokens, lower case, CJK as pairs: what must follow each other in the text."""
+    prefix: bool = False
+    """The last token may be the start of a longer one (``config*``)."""
+
+    def fts(self) -> str:
+        """The term as one quoted FTS5 phrase (never an operator, never a syntax error)."""
+        phrase = '"' + " ".join(self.words).replace('"', '""') + '"'
+        return phrase + ("*" if self.prefix else "")
+
+    def pattern(self) -> re.Pattern[str]:
+        """Where the term is in the original text: its pieces in order, anything that is not a
+        letter or digit between them (``my var`` finds ``my_var`` and ``my/var`` too, as the
+        index does)."""
+        pieces = [re.escape(piece) for piece in _PIECE_RE.findall(self.text)]
+        return re.compile(r"[\W_]+".join(pieces) or re.escape(self.text), re.IGNORECASE)
+
+
+def parse_query(query: str) -> list[Term]:
+    """The terms of ``query``: words and quoted phrases, each with its tokens; a term with no
+    letters or digits (``"``, ``*``, ``-->``) is dropped. At most :data:`MAX_TERMS`."""
+    terms: list[Term] = []
+    for match in _QUERY_RE.finditer(query[:MAX_QUERY_CHARS]):
+        raw = match.group(1) if match.group(1) is not None else match.group(2)
+        prefix = raw.endswith("*") and match.group(2) is not None
+        raw = raw.rstrip("*") if prefix else raw
+        words = tuple(_WORD_RE.findall(index_text(raw).lower()))
+        if not words:
+            continue
+        term = Term(raw.strip(), words, prefix)
+        if term not in terms:
+            terms.append(term)
+        if len(terms) >= MAX_TERMS:
+            break
+    return terms
+
+
+def snippet(text: str, terms: list[Term], width: int = 240) -> tuple[str, int]:
+    """A one-line excerpt of ``text`` around its first match of ``terms``, and the 1-based line
+    of ``text`` the match is on (the first line when no term is found)."""
+    if PART_SEPARATOR in text:
+        return _part_snippet(text, terms, width), 1
+    at = _first_match(text, terms)
+    start = max(0, at - width // 3)
+    end = min(len(text), start + width)
+    excerpt = " ".join(text[start:end].split())
+    excerpt = ("…" if start > 0 else "") + excerpt + ("…" if end < len(text) else "")
+    return excerpt, text.count("\n", 0, at) + 1
+
+
+def _first_match(text: str, terms: list[Term]) -> int:
+    found = [match.start() for term in terms if (match := term.pattern().search(text))]
+    return min(found, default=0)
+
+
+def _part_snippet(text: str, terms: list[Term], width: int) -> str:
+    """The snippet of the part holding the first match, its label kept."""
+    parts = text.split(PART_SEPARATOR)
+    part = next((p for p in parts if any(t.pattern().search(p) for t in terms)), parts[0])
+    excerpt, _ = snippet(part, terms, width)
+    label = _LABEL_RE.match(part)
+    if label and not excerpt.startswith(label.group()):
+        excerpt = label.group() + excerpt
+    return excerpt
+
+
+_LABEL_RE = re.compile(r"^\[[a-z_ ]+\] ")

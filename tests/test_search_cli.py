@@ -1,0 +1,159 @@
+"""``agentscope-context search`` (design §6.2, §10): one conversation's workspace, a served place
+with its sessions list, a folder of served agents' workspaces and a Redis store; best hit first
+with path and line; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from agentscope_context_ext.cli import main
+from agentscope_context_ext.core.search import HistoryScope
+from agentscope_context_ext.core.workspace import (
+    DialogStore,
+    LocalStorage,
+    Storage,
+    SubStorage,
+    ToolResultStore,
+    open_storage,
+)
+
+
+def message(i: int, text: str, day: str = "2026-12-03") -> dict:
+    return {
+        "id": str(uuid.uuid5(uuid.NAMESPACE_OID, f"{i}:{text}")),
+        "role": "user" if i % 2 == 0 else "assistant",
+        "timestamp": f"{day}T10:{i % 60:02d}:00",
+        "content": [{"type": "text", "text": text}],
+    }
+
+
+def fill(workspace: Path | Storage, texts: list[str]) -> DialogStore:
+    store = DialogStore(workspace)
+    store.append([message(i, text) for i, text in enumerate(texts)])
+    return store
+
+
+def run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    code = main(["search", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_one_conversation_best_hit_first_with_path_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    workspace = tmp_path / "ws"
+    fill(workspace, ["deploy the api", "the cache_key of sessions", "cache misses", "unrelated"])
+    saved = ToolResultStore(workspace).save("line one\n" * 40 + "ERROR cache_key mismatch\n")
+    code, out, err = run(capsys, str(workspace), "cache_key")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "2 hit(s) in 1 conversation, best first:"
+    paths = [line.split()[1] for line in lines[1:] if line[0].isdigit()]
+    assert set(paths) == {"dialog/2026-12-03.jsonl:2", f"{saved}:41"}, out
+    code, out, _ = run(capsys, str(workspace), "cache_key", "--json", "--limit", "1")
+    answer = json.loads(out)
+    assert code == 0 and len(answer["hits"]) == 1 and answer["all_terms"] is True
+    assert answer["hits"][0]["path"] in ("dialog/2026-12-03.jsonl", saved)
+    code, out, _ = run(capsys, str(workspace), "nothing-like-this")
+    assert code == 0 and out.startswith("nothing in 1 conversation matches")
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (['"'], "no words to search for"),
+        (["*"], "no words to search for"),
+        (["x", "--limit", "0"], "--limit must be at least 1"),
+        (["x", "--scope", "galaxy"], "--scope must be one of"),
+        (["x", "--scope", "agent"], "--scope agent needs --agent"),
+        (["x", "--user", "nobody"], "no conversation matches --user nobody"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture, args: list[str], reason: str
+) -> None:
+    workspace = tmp_path / "ws"
+    fill(workspace, ["something said"])
+    code, out, err = run(capsys, str(workspace), *args)
+    assert code == 2 and out == "", out
+    assert err.count("\n") == 1 and reason in err and err.startswith("agentscope-context search:")
+
+
+def test_a_folder_that_is_not_a_workspace_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code, _, err = run(capsys, str(tmp_path / "missing"), "x")
+    assert code == 2 and "not a workspace directory" in err
+    (tmp_path / "empty").mkdir()
+    code, _, err = run(capsys, str(tmp_path / "empty"), "x")
+    assert code == 2 and "no saved history here" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "ftp://example.org/ws", "x")
+    assert code == 2 and err.count("\n") == 1
+
+
+def served(root: Storage, agent: str, user: str, session: str, text: str) -> None:
+    """A served session as ``served_placement`` lays it out: its folder and its line in the
+    place's sessions list."""
+    folder = f"sessions/{session}/context_ext"
+    fill(SubStorage(root, folder), [text])
+    HistoryScope(root, agent, user, session, folder).register()
+
+
+def test_a_served_place_every_session_and_the_filters(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    workdir = tmp_path / "workspaces" / "a1"
+    root = LocalStorage(workdir)
+    served(root, "a1", "u1", "s1", "the quarterly ledger is in ledger.csv")
+    served(root, "a1", "u1", "s2", "ledger totals were wrong")
+    served(root, "a1", "u2", "s3", "ledger of another user")
+    code, out, err = run(capsys, str(workdir), "ledger")
+    assert code == 0, err
+    assert out.startswith("3 hit(s) in 3 conversation(s), best first:")
+    assert "session s3 (agent a1, user u2) sessions/s3/context_ext/dialog/2026-12-03.jsonl:1" in out
+    code, out, _ = run(capsys, str(workdir), "ledger", "--scope", "user", "--user", "u1")
+    assert code == 0 and "2 hit(s) in 2 conversation(s)" in out and "user u2" not in out
+    code, out, _ = run(capsys, str(workdir), "ledger", "--scope", "session", "--session", "s2")
+    assert code == 0 and out.startswith("1 hit(s) in 1 conversation") and "s2" in out
+    # serve --workspaces: a folder of agents' workspaces, each listing its sessions
+    served(LocalStorage(tmp_path / "workspaces" / "a2"), "a2", "u1", "s9", "ledger in a2")
+    code, out, _ = run(capsys, str(tmp_path / "workspaces"), "ledger", "--agent", "a2")
+    assert code == 0 and "a2/sessions/s9/context_ext/dialog/2026-12-03.jsonl:1" in out, out
+    code, out, _ = run(capsys, str(tmp_path / "workspaces"), "ledger", "--json")
+    assert {hit["agent"] for hit in json.loads(out)["hits"]} == {"a1", "a2"}
+
+
+def test_a_redis_store_is_searched_like_a_folder(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    texts = ["alpha beta", "beta gamma delta", "the gamma ray", "数据库连接失败"]
+    fill(tmp_path / "ws", texts)
+    fill(open_storage(redis_url), texts)
+    answers = []
+    for workspace in (str(tmp_path / "ws"), redis_url):
+        for query in ("gamma", "数据", "beta*"):
+            code, out, err = run(capsys, workspace, query, "--json")
+            assert code == 0, err
+            answers.append([(h["file"], h["line"]) for h in json.loads(out)["hits"]])
+    assert answers[:3] == answers[3:] and all(answers)
+
+
+def test_rebuild_and_progress_on_a_long_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    workspace = tmp_path / "ws"
+    store = DialogStore(workspace)
+    store.append([message(i, f"entry {i} of the long log") for i in range(10_500)])
+    store.append([message(10_500, "the needle_in_the_log is here")])
+    code, out, err = run(capsys, str(workspace), "needle_in_the_log")
+    assert code == 0 and "dialog/2026-12-03.jsonl:10501" in out
+    assert "indexing: 10,000 message(s) and output(s)..." in err, "progress on long work"
+    code, out, err = run(capsys, str(workspace), "needle_in_the_log", "--rebuild")
+    assert code == 0 and "dialog/2026-12-03.jsonl:10501" in out and "indexing: 10,000" in err
+    code, _, err = run(capsys, str(workspace), "needle_in_the_log")
+    assert code == 0 and "indexing" not in err, "caught up: nothing to index again"
