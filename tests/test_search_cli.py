@@ -157,3 +157,19 @@ def test_rebuild_and_progress_on_a_long_history(
     assert code == 0 and "dialog/2026-12-03.jsonl:10501" in out and "indexing: 10,000" in err
     code, _, err = run(capsys, str(workspace), "needle_in_the_log")
     assert code == 0 and "indexing" not in err, "caught up: nothing to index again"
+
+
+def test_expired_outputs_give_way_to_the_next_hits(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A saved output the TTL cleanup deleted after it was indexed is no hit, and does not cost
+    one: the next best take its place."""
+    workspace = tmp_path / "ws"
+    saved = ToolResultStore(workspace)
+    paths = [saved.save(f"output {i}: needle " * (12 - i)) for i in range(12)]
+    code, out, _ = run(capsys, str(workspace), "needle", "--json", "--limit", "5")
+    assert [hit["file"] for hit in json.loads(out)["hits"]] == paths[:5], "denser first"
+    for path in paths[:6]:
+        (workspace / path).unlink()
+    code, out, _ = run(capsys, str(workspace), "needle", "--json", "--limit", "5")
+    assert code == 0 and [hit["file"] for hit in json.loads(out)["hits"]] == paths[6:11]

@@ -166,3 +166,71 @@ def test_two_sessions_of_one_agent_and_two_agents_are_apart(tmp_path):
             (text,) = saved(agent, session)
             assert whole(text, turn)
         assert served.agent_workdir(first) != served.agent_workdir(second)
+
+
+def test_a_session_searches_the_users_earlier_session_and_reads_its_output(tmp_path):
+    """History across sessions (design §6.2), through the real service: session one reads a big
+    file (its output saved in session one's folder); session two's first call already offers
+    search_dialog with ``scope``, the agent finds the line in session one's saved output and
+    reads it back with read_file(..., session=...)."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "big-1.txt").write_text(big_text(1))
+    wanted = "turn1 line 01234"
+    found: dict[str, str] = {}
+
+    def respond(request: dict) -> Reply:
+        messages = request.get("messages", [])
+        said = " ".join(text_of(m) for m in messages if m.get("role") == "user")
+        answers = {m.get("tool_call_id"): text_of(m) for m in messages if m.get("role") == "tool"}
+        if not request.get("tools"):
+            return Reply(text=SUMMARY.format(turn=1))
+        if "TURN-1:" in said:
+            if "call-1" not in answers:
+                return Reply(
+                    tool_calls=[("call-1", "Read", {"file_path": str(files / "big-1.txt")})]
+                )
+            return Reply(text="File 1 read.")
+        found["offered"] = json.dumps(request["tools"])
+        if "find-1" not in answers:
+            args = {"query": f'"{wanted}"', "scope": "agent"}
+            return Reply(tool_calls=[("find-1", "search_dialog", args)])
+        found["search"] = answers["find-1"]
+        if "read-1" not in answers:
+            call = re.search(
+                r"read_file\(file_path='([^']+)', start_line=(\d+), session='([^']+)'\)",
+                answers["find-1"],
+            )
+            if call is None:
+                return Reply(text="not found")
+            path, line, session = call.groups()
+            args = {
+                "file_path": path,
+                "start_line": int(line),
+                "end_line": int(line),
+                "session": session,
+            }
+            return Reply(tool_calls=[("read-1", "read_file", args)])
+        found["read"] = answers["read-1"]
+        return Reply(text="Found it.")
+
+    factory = context_middleware_factory(config())
+    with (
+        ModelServer("openai", respond) as model,
+        ServedApp(tmp_path / "app", extra_agent_middlewares=factory) as served,
+    ):
+        credential = served.create_credential(model.url)
+        agent = served.create_agent("reader", "You read files.")
+        first = served.create_session(agent, credential, name="one")
+        second = served.create_session(agent, credential, name="two")
+        assert reply_text(served.chat(agent, first, "TURN-1: read big-1.txt")) == "File 1 read."
+        events = served.chat(agent, second, "Where was line 1234 of the first file?")
+        assert reply_text(events) == "Found it.", found.get("search")
+        workdir = served.agent_workdir(agent)
+    offered = json.loads(found["offered"])
+    search = next(t["function"] for t in offered if t["function"]["name"] == "search_dialog")
+    assert "scope" in search["parameters"]["properties"], "a served agent's search has scope"
+    assert f"session {first}: saved output tool_result/" in found["search"]
+    assert wanted in found["read"] and found["read"].count("turn1 line") == 1
+    listed = (workdir / "context_ext" / "sessions.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["session"] for line in listed) == sorted([first, second])

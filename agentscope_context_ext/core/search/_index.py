@@ -355,41 +355,49 @@ class HistoryIndex:
         self.refresh()
         expression = (" AND " if all_terms else " OR ").join(term.fts() for term in terms)
         db = self._connect()
-        try:
-            ranked = db.execute(
-                "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?",
-                (expression, limit * 2),
-            ).fetchall()
-        except sqlite3.OperationalError as exc:  # our quoting makes this unexpected
-            raise ValueError(f"the query cannot be searched: {exc}") from None
-        hits = []
-        for rowid, score in ranked:
-            row = db.execute(
-                "SELECT kind, file, line, role, ts, body FROM docs WHERE id = ?", (rowid,)
-            ).fetchone()
-            if row is None:
-                continue
-            kind, file, line, role, ts, body = row
-            if kind == "output":
-                data = self.storage.read(file, OUTPUT_INDEX_BYTES)
-                if data is None:
-                    continue  # expired since it was indexed
-                body = data.decode("utf-8", errors="replace")
-            excerpt, at = snippet(body or "", terms)
-            hits.append(
-                IndexedHit(
-                    score=float(score),
-                    kind=kind,
-                    file=file,
-                    line=line if kind == "message" else at,
-                    snippet=excerpt,
-                    role=role or "",
-                    timestamp=ts or "",
-                )
-            )
-            if len(hits) >= limit:
-                break
-        return hits
+        hits: list[IndexedHit] = []
+        offset = 0
+        while len(hits) < limit:
+            try:
+                ranked = db.execute(
+                    "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?",
+                    (expression, limit, offset),
+                ).fetchall()
+            except sqlite3.OperationalError as exc:  # our quoting makes this unexpected
+                raise ValueError(f"the query cannot be searched: {exc}") from None
+            offset += len(ranked)
+            for rowid, score in ranked:
+                hit = self._hit(db, rowid, float(score), terms)
+                if hit is not None:
+                    hits.append(hit)
+            if len(ranked) < limit:
+                break  # no more documents match
+        return hits[:limit]
+
+    def _hit(
+        self, db: sqlite3.Connection, rowid: int, score: float, terms: list[Term]
+    ) -> IndexedHit | None:
+        row = db.execute(
+            "SELECT kind, file, line, role, ts, body FROM docs WHERE id = ?", (rowid,)
+        ).fetchone()
+        if row is None:
+            return None
+        kind, file, line, role, ts, body = row
+        if kind == "output":
+            data = self.storage.read(file, OUTPUT_INDEX_BYTES)
+            if data is None:
+                return None  # expired since it was indexed: the next hits take its place
+            body = data.decode("utf-8", errors="replace")
+        excerpt, at = snippet(body or "", terms)
+        return IndexedHit(
+            score=score,
+            kind=kind,
+            file=file,
+            line=line if kind == "message" else at,
+            snippet=excerpt,
+            role=role or "",
+            timestamp=ts or "",
+        )
 
     def size(self) -> int:
         """Bytes of the index file (0 in memory)."""

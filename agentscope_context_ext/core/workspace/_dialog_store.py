@@ -184,7 +184,10 @@ class DialogStore(Generic[M]):
         return file, records
 
     def search(self, query: str, limit: int = 10) -> list[DialogRecord]:
-        """Messages containing every word of ``query`` (case-insensitive), newest first.
+        """Messages containing every word of ``query`` (case-insensitive), newest first: the
+        plain scan of every file, no index. ``search_dialog`` ranks with the history index
+        (``core.search``) instead; this stays as its reference (B11 measures one against the
+        other).
 
         A message is searched in what it says: its text and thinking, the names and every
         string argument (as written, not as JSON) of its tool calls, its tool outputs and the
