@@ -173,3 +173,67 @@ def test_expired_outputs_give_way_to_the_next_hits(
         (workspace / path).unlink()
     code, out, _ = run(capsys, str(workspace), "needle", "--json", "--limit", "5")
     assert code == 0 and [hit["file"] for hit in json.loads(out)["hits"]] == paths[6:11]
+
+
+async def test_a_long_query_that_finds_nothing_is_answered_in_one_short_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from agentscope_context_ext.core.tools import make_dialog_tools
+
+    _, search_dialog = make_dialog_tools(fill(tmp_path / "ws", ["something said"]))
+    pasted = "zzqx\n" * 2000
+    answer = await search_dialog(pasted)
+    assert answer.startswith("No saved message") and "\n" not in answer and len(answer) < 200
+    code, out, _ = run(capsys, str(tmp_path / "ws"), pasted)
+    assert code == 0 and out.count("\n") == 1 and len(out) < 200
+
+
+def test_redis_without_a_private_cache_folder_searches_in_memory(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index of a Redis workspace lives in the user's private cache folder; when that folder
+    is not private (another user could plant an index), the search runs in memory."""
+    import os
+    import tempfile
+
+    from agentscope_context_ext.core.search import Conversation, search_history
+
+    shared = tmp_path / "tmp"
+    (shared / f"agentscope-context-ext-{os.getuid()}").mkdir(parents=True, mode=0o777)
+    os.chmod(shared / f"agentscope-context-ext-{os.getuid()}", 0o777)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    storage = open_storage(redis_url)
+    fill(storage, ["the ledger moved", "nothing else"])
+    conversation = Conversation(storage)
+    result = search_history([conversation], "ledger", 5)
+    assert [(h.file, h.line) for h in result.hits] == [("dialog/2026-12-03.jsonl", 1)]
+    assert conversation.history().in_memory
+
+
+def test_a_busy_index_is_never_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holding the index longer than the wait: a search that opens it then
+    answers from memory, one that has it open gets an error; the index file (everyone's) is
+    kept either way (it was deleted and rebuilt under the other process)."""
+    import sqlite3
+
+    from agentscope_context_ext.core.search import HistoryIndex, _index
+
+    monkeypatch.setattr(_index, "BUSY_TIMEOUT_SECONDS", 0.0)
+    workspace = tmp_path / "ws"
+    store = fill(workspace, ["first words"])
+    index = HistoryIndex(store.storage)
+    index.refresh()
+    store.append([message(7, "more words")])  # something to index: the next refresh writes
+    holder = sqlite3.connect(index.path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    inode = index.path.stat().st_ino
+    try:
+        fresh = HistoryIndex(store.storage)
+        assert fresh.refresh() == 2 and fresh.in_memory, "answered from memory"
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            index.refresh()
+        assert index.path.stat().st_ino == inode, "the same file, not a new one"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert HistoryIndex(store.storage).refresh() == 1, "the index was kept: one line to add"

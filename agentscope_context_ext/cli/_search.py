@@ -121,7 +121,9 @@ def search_workspace(
         return result.hits
     searched = f"{len(chosen)} conversation(s)" if len(chosen) > 1 else "1 conversation"
     if not result.hits:
-        print(f"nothing in {searched} matches: {query}", file=out)
+        shown = " ".join(query.split())
+        shown = shown if len(shown) <= 80 else shown[:80] + "…"
+        print(f"nothing in {searched} matches: {shown}", file=out)
         return []
     head = "best first" if result.all_terms else "none holds every word; these hold some"
     print(f"{len(result.hits)} hit(s) in {searched}, {head}:", file=out)

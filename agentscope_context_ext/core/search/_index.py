@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import WorkspaceError
 from ..rendering import part_text
 from ..workspace import (
     DIALOG_DIRNAME,
@@ -55,6 +56,13 @@ OUTPUT_INDEX_BYTES = 2 * 1024 * 1024
 """Bytes of a saved output the index reads (the head of a 100 MB log; the rest stays readable
 through ``read_file``)."""
 _BATCH = 500
+RANK_WINDOW = 10_000
+"""A query whose every term is in more documents than this together ranks the most recently
+indexed this many of them. FTS5 ranks a match in about a microsecond, all of them before the
+first is returned: a word in most of a million saved messages took 0.7 s (B11). Where the newest
+matches start is found by reading them in rowid order, unranked (under a millisecond). A query
+matching fewer is ranked over all of them, and so is the any-term fallback (there a rare term's
+older documents must not be cut off by a common term's newer ones)."""
 
 
 @dataclass(frozen=True)
@@ -92,23 +100,42 @@ def _local_root(storage: Storage) -> Path | None:
     return None
 
 
+BUSY_TIMEOUT_SECONDS = 30.0
+"""How long a search waits for another process's write to the index before it gives up (with
+an error; the index is kept)."""
+
+
 def _open(path: Path | str) -> sqlite3.Connection:
     # The tools search in a worker thread (one at a time, under their lock).
-    db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA busy_timeout = 30000")
+    db = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+    )
+    db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
     return db
 
 
-def _head(storage: Storage, key: str) -> str:
-    """A fingerprint of the first line of a log: another file under the same name differs."""
-    lines = storage.lines(key, 1)
+def _head(storage: Storage, key: str, number: int = 1) -> str:
+    """A fingerprint of the first line of a log (or of line ``number``): another file under
+    the same name differs."""
+    lines = storage.lines(key, number)
     try:
         first = next(iter(lines), (0, b""))[1]
     finally:
         close = getattr(lines, "close", None)
         if close is not None:
             close()
-    return hashlib.sha256(first).hexdigest()[:16]
+    return _digest(first)
+
+
+def _digest(line: bytes) -> str:
+    return hashlib.sha256(line).hexdigest()[:16]
+
+
+def _busy(exc: BaseException) -> bool:
+    """SQLite's "database is locked" (or busy): another process writes the index."""
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc)
+    )
 
 
 class _Stale(Exception):
@@ -132,7 +159,13 @@ class HistoryIndex:
         progress: Callable[[int], None] | None = None,
     ) -> None:
         self.storage = storage
-        self.path = path or index_location(storage)
+        try:
+            where: Path | None = path or index_location(storage)
+        except WorkspaceError as exc:  # no private cache folder for a Redis workspace's index
+            logger.info("no place for the history index (%s): searching in memory", exc)
+            where = None
+        self.path = where
+        """The index file; ``None``: in memory (nowhere to keep it)."""
         self.progress = progress
         self._view = DictCodec().view
         self._db: sqlite3.Connection | None = None
@@ -145,6 +178,8 @@ class HistoryIndex:
         if self._db is not None:
             return self._db
         try:
+            if self.path is None:
+                raise OSError("no place for the index file")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = _open(self.path)
             if not self._is_ours(db):
@@ -170,13 +205,18 @@ class HistoryIndex:
                 return True
             row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             return row is not None and row[0] == _SCHEMA
-        except sqlite3.Error:
+        except sqlite3.Error as exc:
+            if _busy(exc):
+                raise  # another process holds it: ours, and not to be dropped
             return False
 
     @staticmethod
     def _create(db: sqlite3.Connection) -> None:
+        # One transaction: a process opening the file meanwhile sees no tables or all of them
+        # with their schema row, never a half-made index it would take for a foreign one.
         db.executescript(
             f"""
+            BEGIN IMMEDIATE;
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
             INSERT OR IGNORE INTO meta VALUES ('schema', '{_SCHEMA}');
             CREATE TABLE IF NOT EXISTS sources(
@@ -187,10 +227,13 @@ class HistoryIndex:
                 line INTEGER NOT NULL, msg_id TEXT UNIQUE, role TEXT, ts TEXT, body TEXT);
             CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
                 body, content='', tokenize='unicode61 remove_diacritics 2');
+            COMMIT;
             """
         )
 
     def _remove_file(self) -> None:
+        if self.path is None:
+            return
         for suffix in ("", "-journal", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.path}{suffix}")
@@ -219,8 +262,8 @@ class HistoryIndex:
             try:
                 return self._refresh()
             except (_Stale, sqlite3.DatabaseError) as exc:
-                if attempt == 2:
-                    raise
+                if attempt == 2 or _busy(exc):
+                    raise  # another process holds the index: not a reason to drop the file
                 logger.warning("rebuilding the history index %s: %s", self.path, exc or "stale")
                 self.close()
                 if not self.in_memory:
@@ -240,6 +283,12 @@ class HistoryIndex:
         ]
         versions = {f"{DIALOG_DIRNAME}/{n}": self._version(f"{DIALOG_DIRNAME}/{n}") for n in dialog}
         known = dict(db.execute("SELECT name, version FROM sources").fetchall())
+        gone = [k for k in known if k.startswith(f"{DIALOG_DIRNAME}/") and k not in versions]
+        if gone:  # listed again: a file made (and indexed elsewhere) since the list is not gone
+            listed = set(storage.names(DIALOG_DIRNAME))
+            gone = [k for k in gone if k.rpartition("/")[2] not in listed]
+        if gone:  # a removed file's messages would stay findable, pointing at nothing
+            raise _Stale(f"{gone[0]} was removed")
         if all(known.get(k) == v for k, v in versions.items()) and all(k in known for k in saved):
             return 0  # the common case: nothing new, no write lock taken
         added = 0
@@ -265,10 +314,12 @@ class HistoryIndex:
         return added
 
     def _version(self, key: str) -> str:
-        # A log whose appends are atomic (Redis) is versioned by its length (LLEN, O(1)); a file
-        # by its size and time (one stat).
+        # A log whose appends are atomic (Redis) is versioned by its length (LLEN, O(1)) and its
+        # last line (a list rewritten to the same length differs there); a file by its size and
+        # time (one stat).
         if self.storage.atomic_appends:
-            return f"n{self.storage.line_count(key)}"
+            count = self.storage.line_count(key)
+            return f"n{count}:{_head(self.storage, key, count) if count else ''}"
         return repr(self.storage.version(key))
 
     def _index_dialog(self, db: sqlite3.Connection, key: str, done: int, head: str) -> int:
@@ -281,19 +332,27 @@ class HistoryIndex:
                 with contextlib.suppress(OSError):
                     held.enter_context(storage.lock(f"{DIALOG_DIRNAME}/.lock"))
             count = storage.line_count(key)
-            # Redis: the version is the length just counted (a later append is read next time)
-            version = f"n{count}" if storage.atomic_appends else self._version(key)
+            # Redis: the version is the length just counted and its last line (below; a later
+            # append is read next time)
+            version = "" if storage.atomic_appends else self._version(key)
+        # ``head``: fingerprints of the first line and of the last line indexed
         first = _head(storage, key)
-        if count < done or (done and head != first):
+        known_first, _, last = head.partition(":")
+        if count < done or (done and known_first != first):
             # shorter, or another file under the same name (restored from a backup)
             raise _Stale(f"{key} is not the file that was indexed")
-        if count < done:
-            raise _Stale(f"{key} has {count} lines, {done} were indexed")
         added = 0
         rows: list[tuple] = []
-        for line_no, raw in storage.lines(key, done + 1):
+        for line_no, raw in storage.lines(key, max(done, 1)):
             if line_no > count:
                 break
+            if line_no == done:
+                # still the line indexed last: the file only grew (a backup restored and
+                # appended to since has another line here)
+                if _digest(raw) != last:
+                    raise _Stale(f"{key} is not the file that was indexed")
+                continue
+            last = _digest(raw)
             row = self._message_row(key, line_no, raw)
             if row is not None:
                 rows.append(row)
@@ -301,8 +360,11 @@ class HistoryIndex:
                 added += self._insert(db, rows)
                 rows = []
         added += self._insert(db, rows)
+        if storage.atomic_appends:
+            version = f"n{count}:{last if count else ''}"
         db.execute(
-            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?)", (key, count, version, first)
+            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?)",
+            (key, count, version, f"{first}:{last}"),
         )
         return added
 
@@ -349,7 +411,8 @@ class HistoryIndex:
     # ------------------------------------------------------------------ searching
 
     def search(self, terms: list[Term], limit: int, all_terms: bool = True) -> list[IndexedHit]:
-        """The best ``limit`` documents holding every term (``all_terms``) or any of them."""
+        """The best ``limit`` documents holding every term (``all_terms``) or any of them;
+        when more than :data:`RANK_WINDOW` hold every term, the best of the newest that many."""
         if not terms:
             return []
         self.refresh()
@@ -357,14 +420,22 @@ class HistoryIndex:
         db = self._connect()
         hits: list[IndexedHit] = []
         offset = 0
+        window = None
+        try:
+            if all_terms:
+                window = db.execute(
+                    "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                    (expression, RANK_WINDOW - 1),
+                ).fetchone()
+        except sqlite3.OperationalError as exc:  # our quoting makes this unexpected
+            raise ValueError(f"the query cannot be searched: {exc}") from None
+        since = 0 if window is None else window[0]  # 0: every match (rowids start at 1)
         while len(hits) < limit:
-            try:
-                ranked = db.execute(
-                    "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?",
-                    (expression, limit, offset),
-                ).fetchall()
-            except sqlite3.OperationalError as exc:  # our quoting makes this unexpected
-                raise ValueError(f"the query cannot be searched: {exc}") from None
+            ranked = db.execute(
+                "SELECT rowid, rank FROM fts WHERE fts MATCH ? AND rowid >= ? "
+                "ORDER BY rank LIMIT ? OFFSET ?",
+                (expression, since, limit, offset),
+            ).fetchall()
             offset += len(ranked)
             for rowid, score in ranked:
                 hit = self._hit(db, rowid, float(score), terms)
@@ -402,7 +473,7 @@ class HistoryIndex:
     def size(self) -> int:
         """Bytes of the index file (0 in memory)."""
         try:
-            return 0 if self.in_memory else self.path.stat().st_size
+            return 0 if self.in_memory or self.path is None else self.path.stat().st_size
         except FileNotFoundError:
             return 0
 

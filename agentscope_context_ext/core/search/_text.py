@@ -26,7 +26,6 @@ label, e.g. ``[system reminder]``)."""
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
 _PIECE_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _QUERY_RE = re.compile(r'"([^"]*)"?|(\S+)')
 
@@ -65,12 +64,19 @@ class Term:
         phrase = '"' + " ".join(self.words).replace('"', '""') + '"'
         return phrase + ("*" if self.prefix else "")
 
-    def pattern(self) -> re.Pattern[str]:
+    def pattern(self, whole: bool = False) -> re.Pattern[str]:
         """Where the term is in the original text: its pieces in order, anything that is not a
         letter or digit between them (``my var`` finds ``my_var`` and ``my/var`` too, as the
-        index does)."""
-        pieces = [re.escape(piece) for piece in _PIECE_RE.findall(self.text)]
-        return re.compile(r"[\W_]+".join(pieces) or re.escape(self.text), re.IGNORECASE)
+        index does). ``whole``: not inside a longer word, as the index matches (``error`` is
+        not in ``errors``; a prefix may end inside one; CJK is matched inside its runs)."""
+        pieces = _PIECE_RE.findall(self.text)
+        expression = r"[\W_]+".join(map(re.escape, pieces)) or re.escape(self.text)
+        if whole and pieces:
+            if not _CJK_RUN_RE.match(pieces[0][0]):
+                expression = r"(?<![^\W_])" + expression
+            if not self.prefix and not _CJK_RUN_RE.match(pieces[-1][-1]):
+                expression += r"(?![^\W_])"
+        return re.compile(expression, re.IGNORECASE)
 
 
 def parse_query(query: str) -> list[Term]:
@@ -81,7 +87,7 @@ def parse_query(query: str) -> list[Term]:
         raw = match.group(1) if match.group(1) is not None else match.group(2)
         prefix = raw.endswith("*") and match.group(2) is not None
         raw = raw.rstrip("*") if prefix else raw
-        words = tuple(_WORD_RE.findall(index_text(raw).lower()))
+        words = tuple(_PIECE_RE.findall(index_text(raw).lower()))  # the index's tokens
         if not words:
             continue
         term = Term(raw.strip(), words, prefix)
@@ -106,8 +112,11 @@ def snippet(text: str, terms: list[Term], width: int = 240) -> tuple[str, int]:
 
 
 def _first_match(text: str, terms: list[Term]) -> int:
-    found = [match.start() for term in terms if (match := term.pattern().search(text))]
-    return min(found, default=0)
+    for whole in (True, False):  # a whole word first, as the index matched it
+        found = [m.start() for term in terms if (m := term.pattern(whole).search(text))]
+        if found:
+            return min(found)
+    return 0
 
 
 def _part_snippet(text: str, terms: list[Term], width: int) -> str:

@@ -121,7 +121,9 @@ def make_dialog_tools(
             result = search_history(conversations(scope), query, limit)
         where = _WHERE[scope] if history is not None else "this conversation"
         if not result.hits:
-            return f"No saved message or output in {where} matches: {query}"
+            shown = " ".join(query.split())
+            shown = shown if len(shown) <= 80 else shown[:80] + "…"
+            return f"No saved message or output in {where} matches: {shown}"
         head = (
             f"{len(result.hits)} hit(s) in {where}, best first"
             if result.all_terms
