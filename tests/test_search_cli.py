@@ -237,3 +237,27 @@ def test_a_busy_index_is_never_dropped(tmp_path: Path, monkeypatch: pytest.Monke
         holder.execute("ROLLBACK")
         holder.close()
     assert HistoryIndex(store.storage).refresh() == 1, "the index was kept: one line to add"
+
+
+def test_a_query_matching_more_than_the_rank_window_ranks_the_newest_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past RANK_WINDOW matches of every term, BM25 ranks the newest that many (FTS5 ranks all
+    matches before the first answer: 0.7 s for a word in most of a million messages, B11); fewer
+    matches are ranked over all of them, and the any-term fallback is never cut."""
+    from agentscope_context_ext.core.search import Conversation, _index, search_history
+
+    workspace = tmp_path / "ws"
+    texts = ["alpha " * 6 + "rare_word"] + [f"alpha entry {i} with filler words" for i in range(7)]
+    fill(workspace, texts)
+
+    def lines(query: str) -> list[int]:
+        return [
+            h.line for h in search_history([Conversation(open_storage(workspace))], query, 3).hits
+        ]
+
+    assert lines("alpha")[0] == 1, "the densest, oldest message ranks first over all matches"
+    monkeypatch.setattr(_index, "RANK_WINDOW", 5)
+    assert set(lines("alpha")) <= {4, 5, 6, 7, 8}, "eight matches: the newest five are ranked"
+    assert lines("rare_word") == [1], "a query with fewer matches: all of them"
+    assert lines("alpha nothing_else")[0] == 1, "the any-term fallback ranks every match"
