@@ -53,7 +53,7 @@ from agentscope_context_ext.core.search import (
 from agentscope_context_ext.core.workspace import DialogStore, ToolResultStore, open_storage
 from agentscope_context_ext.replay import Record, claude_code_records
 
-from ._data import transcripts_dir
+from ._data import chinese_conversation, transcripts_dir
 
 TITLE = "history search at scale: the index against today's scan, local and Redis"
 TARGET = (
@@ -106,36 +106,6 @@ def _category(query: str) -> str:
 # ---------------------------------------------------------------------- the corpus
 
 
-def _chinese() -> list[Record]:
-    seed = transcripts_dir().parent.parent / "seed" / "copaw-context-management-v2.zh.md"
-    paragraphs = [p.strip() for p in seed.read_text(encoding="utf-8").split("\n\n") if p.strip()]
-    records = [Record("user", "请阅读设计文档并总结上下文管理的要点。")]
-    for i in range(0, len(paragraphs), 4):
-        call = f"zh-{i}"
-        records.append(
-            Record(
-                "assistant",
-                [
-                    {"type": "text", "text": f"继续阅读第 {i // 4 + 1} 部分。"},
-                    {
-                        "type": "tool_use",
-                        "id": call,
-                        "name": "read_file",
-                        "input": {"file_path": "design.zh.md", "start_line": i + 1},
-                    },
-                ],
-            )
-        )
-        output = "\n\n".join(paragraphs[i : i + 4])
-        records.append(
-            Record(
-                "system",
-                [{"type": "tool_result", "id": call, "name": "read_file", "output": output}],
-            )
-        )
-    return records
-
-
 def _clip(output: str, path_seed: str) -> str:
     """An old output as the dialog keeps it: stage two's excerpt and the notice."""
     if len(output.encode("utf-8")) <= EXCERPT_BYTES:
@@ -151,7 +121,7 @@ class _Base:
         records: list[Record] = []
         for name in SESSIONS:
             records += claude_code_records(transcripts_dir() / "claude-code" / name)
-        records += _chinese()
+        records += chinese_conversation()[:-1]  # without its closing summary
         self.templates: list[bytes] = []
         self.long_outputs: dict[int, str] = {}
         """Base index -> the full text of its (one) long tool output."""

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from agentscope_context_ext import get_token_counter
 from agentscope_context_ext.replay import Record
 
 from ._agents import MAJOR, managed, qwen_counter
-from ._data import claude_code_session, transcripts_dir
+from ._data import chinese_conversation, claude_code_session
 from ._major import agentscope_version
 
 TITLE = "token count accuracy vs the exact formatted prompt"
@@ -33,46 +32,6 @@ CONFIG = {
     "truncation": {"enabled": False},
     "compaction": {"enabled": False},
 }
-
-
-def chinese_conversation() -> list[Record]:
-    """A tool-using conversation whose content is the Chinese design text, paragraph by paragraph."""
-    seed = transcripts_dir().parent.parent / "seed" / "copaw-context-management-v2.zh.md"
-    paragraphs = [
-        p.strip() for p in Path(seed).read_text(encoding="utf-8").split("\n\n") if p.strip()
-    ]
-    records = [Record("user", "请阅读设计文档并总结上下文管理的要点。")]
-    for i in range(0, len(paragraphs), 4):
-        call_id = f"zh-{i}"
-        records.append(
-            Record(
-                "assistant",
-                [
-                    {"type": "text", "text": f"继续阅读第 {i // 4 + 1} 部分。"},
-                    {
-                        "type": "tool_use",
-                        "id": call_id,
-                        "name": "read_file",
-                        "input": {"file_path": "design.zh.md", "start_line": i + 1},
-                    },
-                ],
-            )
-        )
-        records.append(
-            Record(
-                "system",
-                [
-                    {
-                        "type": "tool_result",
-                        "id": call_id,
-                        "name": "read_file",
-                        "output": "\n\n".join(paragraphs[i : i + 4]),
-                    }
-                ],
-            )
-        )
-    records.append(Record("assistant", "总结：两阶段截断、压缩摘要、对话落盘、长期记忆。"))
-    return records
 
 
 async def _measure(records: list[Record], formatter_name: str) -> dict:
