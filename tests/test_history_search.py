@@ -32,6 +32,7 @@ from agentscope_context_ext.core.search import (
     parse_query,
     search_history,
 )
+from agentscope_context_ext.core.search._index import _SCHEMA
 from agentscope_context_ext.core.tools import make_dialog_tools, make_read_file
 from agentscope_context_ext.core.workspace import (
     DialogStore,
@@ -412,7 +413,7 @@ async def test_a_corrupt_or_foreign_index_file_is_rebuilt(workspace: Path, spoil
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         assert "notes" not in tables and {"meta", "docs", "sources"} <= tables
         schema = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]
-        assert schema == "agentscope-context-ext history index 1"
+        assert schema == _SCHEMA
     db.close()
 
 

@@ -68,7 +68,8 @@ def test_one_conversation_best_hit_first_with_path_and_line(
     [
         (['"'], "no words to search for"),
         (["*"], "no words to search for"),
-        (["x", "--limit", "0"], "--limit must be at least 1"),
+        (["x", "--limit", "0"], "--limit must be between 1 and 10,000"),
+        (["x", "--limit", "99999999999999999999"], "--limit must be between 1 and 10,000"),
         (["x", "--scope", "galaxy"], "--scope must be one of"),
         (["x", "--scope", "agent"], "--scope agent needs --agent"),
         (["x", "--user", "nobody"], "no conversation matches --user nobody"),

@@ -26,9 +26,7 @@ worker, or after a restart, continues where the last one stopped.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +38,7 @@ from agentscope.tool import LocalBackend
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, ContextExtError
 from ..core.longterm import NOTES_DIRNAME
-from ..core.search import HistoryScope
+from ..core.search import HistoryScope, history_key, safe_id
 from ..core.tracing import tracing_enabled
 from ..core.workspace import (
     DIALOG_DIRNAME,
@@ -73,8 +71,6 @@ MemoryScope = Literal["agent", "user"]
 MiddlewareFactory = Callable[[str, str, str, Any], Awaitable[list[MiddlewareBase]]]
 """What ``create_app(extra_agent_middlewares=...)`` takes: ``(user_id, agent_id, session_id,
 workspace) -> [middleware]``."""
-
-_ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
 
 def context_middleware_factory(
@@ -184,13 +180,13 @@ def served_placement(
         `ContextExtError`: No workspace to put the files in.
         `WorkspaceError`: A folder cannot be written.
     """
-    session_key = f"{SESSIONS_DIRNAME}/{_safe_id(session_id)}/{CONTEXT_DIRNAME}"
+    session_key = f"{SESSIONS_DIRNAME}/{safe_id(session_id)}/{CONTEXT_DIRNAME}"
     # the agent's id is in the path: agents may share one workspace (one sandbox per user)
-    memory_key = f"{CONTEXT_DIRNAME}/agents/{_safe_id(agent_id)}"
+    memory_key = f"{CONTEXT_DIRNAME}/agents/{safe_id(agent_id)}"
     if memory_scope == "user":  # what the agent keeps of one user, apart from the others
-        memory_key = f"{memory_key}/users/{_safe_id(user_id)}"
+        memory_key = f"{memory_key}/users/{safe_id(user_id)}"
     if store is not None:
-        agent_root = f"agents/{_safe_id(agent_id)}"
+        agent_root = f"agents/{safe_id(agent_id)}"
         session = SubStorage(store, f"{agent_root}/{session_key}")
         long_term = SubStorage(store, f"{agent_root}/{memory_key}")
         history = _history(store, agent_id, user_id, session_id, session.folder, checked)
@@ -205,7 +201,7 @@ def served_placement(
     mirrors: tuple[WorkspaceMirror, ...] = ()
     if mirror or (mirror is None and not local):
         backend = workspace.get_backend().join_path
-        where = (cache or private_cache_folder()) / _safe_id(
+        where = (cache or private_cache_folder()) / safe_id(
             str(getattr(workspace, "workspace_id", "") or workdir)
         )
         session_dir, memory_dir = where / session_key, where / memory_key
@@ -229,26 +225,36 @@ def served_placement(
     history = (
         None
         if mirrors
-        else _history(LocalStorage(workdir), agent_id, user_id, session_id, session_key, checked)
+        else _history(
+            LocalStorage(workdir), agent_id, user_id, session_id, session_key, checked, signed=True
+        )
     )
     return Placement(session_dir, LocalStorage(session_dir), memory_dir, mirrors, history)
 
 
 def _history(
-    root: Storage, agent_id: str, user_id: str, session_id: str, folder: str, done: set | None
+    root: Storage,
+    agent_id: str,
+    user_id: str,
+    session_id: str,
+    folder: str,
+    done: set | None,
+    signed: bool = False,
 ) -> HistoryScope | None:
     """The session's place among the others of ``root``, written down the first time this
-    process serves it (design §6.2); ``None`` when the list cannot be written."""
-    scope = HistoryScope(root, str(agent_id), str(user_id), str(session_id), folder)
-    mark = ("history", root.location, scope.agent_id, scope.session_id)
-    if done is None or mark not in done:
-        try:
+    process serves it (design §6.2); ``None`` when the list cannot be written. ``signed``: the
+    list is in the agent's own workspace, where its tools could write it."""
+    mark = ("history", root.location, str(agent_id), str(session_id))
+    try:
+        key = history_key() if signed else None
+        scope = HistoryScope(root, str(agent_id), str(user_id), str(session_id), folder, key)
+        if done is None or mark not in done:
             scope.register()
-        except Exception as exc:  # noqa: BLE001 - the turn goes on; search covers the session
-            logger.warning("cannot list session %s for history search: %r", session_id, exc)
-            return None
-        if done is not None:
-            done.add(mark)
+    except Exception as exc:  # noqa: BLE001 - the turn goes on; search covers the session
+        logger.warning("cannot list session %s for history search: %r", session_id, exc)
+        return None
+    if done is not None:
+        done.add(mark)
     return scope
 
 
@@ -267,18 +273,3 @@ def _workdir(workspace: Any) -> tuple[str, bool]:
     except RuntimeError as exc:  # not initialized
         raise ContextExtError(f"context_middleware_factory: {exc}") from None
     return str(workdir), isinstance(backend, LocalBackend)
-
-
-def _safe_id(value: str) -> str:
-    """``value`` as one path segment: itself when it is one that no file system folds into
-    another (lower case, digits, ``_ . -``; not of the digests' form), else ``id-`` and a
-    digest of it, so that two ids never share a folder (``Alice`` and ``alice`` included)."""
-    text = str(value)
-    if (
-        _ID_RE.fullmatch(text)
-        and text == text.lower()
-        and text not in (".", "..")
-        and not text.startswith("id-")
-    ):
-        return text
-    return "id-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

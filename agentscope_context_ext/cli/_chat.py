@@ -98,7 +98,7 @@ def run_chat(
             count = await manager.count()
             store = manager.dialog_store
             files = store.files()
-            lines = sum(store.line_count(file) for file in files)
+            lines = len(store.message_ids())  # each once (a replayed compaction saves twice)
             size = sum(store.storage.size(file) for file in files)
             say(
                 f"[context] {count.total:,} of {manager.max_input_tokens:,} tokens in use "

@@ -10,11 +10,13 @@ a served agent's place (its 2.x workspace folder, or a store: they list their se
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ..adapter import installed
 from ..core.search import (
     REGISTRY_KEY,
     Conversation,
@@ -23,6 +25,7 @@ from ..core.search import (
     SearchHit,
     search_history,
 )
+from ..core.tools import record_view
 from ..core.workspace import (
     DIALOG_DIRNAME,
     LocalStorage,
@@ -35,6 +38,8 @@ from ..core.workspace import (
 __all__ = ["SearchError", "search_workspace"]
 
 CLI_SCOPES = ("all", "session", "agent", "user")
+MAX_LIMIT = 10_000
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class SearchError(ValueError):
@@ -74,8 +79,8 @@ def search_workspace(
     err = progress or sys.stderr
     if scope not in CLI_SCOPES:
         raise SearchError(f"--scope must be one of {', '.join(CLI_SCOPES)}, got {scope!r}")
-    if limit < 1:
-        raise SearchError(f"--limit must be at least 1, got {limit}")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise SearchError(f"--limit must be between 1 and {MAX_LIMIT:,}, got {limit}")
     needed = {"session": session, "agent": agent, "user": user}.get(scope, "")
     if needed is None:
         raise SearchError(f"--scope {scope} needs --{scope}")
@@ -103,19 +108,21 @@ def search_workspace(
         if before // 10_000 != counted[0] // 10_000:
             print(f"indexing: {counted[0]:,} message(s) and output(s)...", file=err, flush=True)
 
+    view = record_view(installed.open_dialog(chosen[0].conversation.storage))
     for item in chosen:
-        item.conversation.index = HistoryIndex(item.conversation.storage, progress=tell)
+        conversation = item.conversation
+        conversation.view = view
+        conversation.index = HistoryIndex(conversation.storage, progress=tell, view=view)
         if rebuild:
             item.conversation.index.rebuild()
     try:
         result = search_history([f.conversation for f in chosen], query, limit)
     except ValueError as exc:
         raise SearchError(str(exc)) from None
-    folders = {(f.conversation.agent, f.conversation.session): f for f in chosen}
     if as_json:
         rows = []
         for hit in result.hits:
-            where = folders[(hit.agent, hit.session)]
+            where = chosen[hit.where]
             rows.append({**hit.as_dict(), "user": where.user, "path": _path(where, hit)})
         print(json.dumps({"query": query, "all_terms": result.all_terms, "hits": rows}), file=out)
         return result.hits
@@ -128,14 +135,20 @@ def search_workspace(
     head = "best first" if result.all_terms else "none holds every word; these hold some"
     print(f"{len(result.hits)} hit(s) in {searched}, {head}:", file=out)
     for number, hit in enumerate(result.hits, 1):
-        where = folders[(hit.agent, hit.session)]
+        where = chosen[hit.where]
         who = (
             f"session {hit.session} (agent {hit.agent}, user {where.user}) " if hit.session else ""
         )
         said = f" [{hit.role} {hit.timestamp[:19]}]".rstrip() if hit.kind == "message" else ""
-        print(f"{number}. {who}{_path(where, hit)}:{hit.line}{said}", file=out)
-        print(f"   {hit.snippet}", file=out)
+        column = f" (byte {hit.start_byte:,} of the line)" if hit.start_byte else ""
+        print(_plain(f"{number}. {who}{_path(where, hit)}:{hit.line}{column}{said}"), file=out)
+        print(_plain(f"   {hit.snippet}"), file=out)
     return result.hits
+
+
+def _plain(line: str) -> str:
+    """``line`` without control characters: saved text never drives the terminal."""
+    return _CONTROL_RE.sub("?", line)
 
 
 def _path(where: _Found, hit: SearchHit) -> str:
@@ -159,10 +172,7 @@ def _conversations(workspace: str) -> list[_Found]:
     for prefix, place in places:
         entries = HistoryScope(place, "", "", "", "").sessions() if _registered(place) else []
         for entry in entries:
-            try:
-                sub = SubStorage(place, entry["folder"])
-            except ValueError:
-                continue
+            sub = SubStorage(place, entry["folder"])
             folder = f"{prefix}/{entry['folder']}" if prefix else entry["folder"]
             found.append(
                 _Found(Conversation(sub, entry["session"], entry["agent"]), folder, entry["user"])

@@ -10,7 +10,11 @@ from ._scope import (
     Scope,
     SearchHit,
     SearchResult,
+    history_key,
+    listed_session,
+    safe_id,
     search_history,
+    session_folders,
 )
 from ._text import Term, parse_query
 
@@ -26,7 +30,11 @@ __all__ = [
     "SearchHit",
     "SearchResult",
     "Term",
+    "history_key",
     "index_location",
+    "listed_session",
     "parse_query",
+    "safe_id",
     "search_history",
+    "session_folders",
 ]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import WorkspaceError
+from ..messages import Message
 from ..rendering import part_text
 from ..workspace import (
     DIALOG_DIRNAME,
@@ -40,7 +41,7 @@ from ..workspace import (
     SubStorage,
     private_cache_folder,
 )
-from ._text import PART_SEPARATOR, Term, index_text, snippet
+from ._text import PART_SEPARATOR, Term, first_match, index_text, snippet
 
 __all__ = ["INDEX_DIRNAME", "HistoryIndex", "IndexedHit", "index_location"]
 
@@ -49,13 +50,15 @@ logger = logging.getLogger("agentscope_context_ext")
 INDEX_DIRNAME = ".search"
 """The index's folder in a local workspace (``.search/index.sqlite``)."""
 _INDEX_NAME = "index.sqlite"
-_SCHEMA = "agentscope-context-ext history index 1"
+_SCHEMA = "agentscope-context-ext history index 2"
 _DIALOG_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.jsonl$")
 _SAVED_RE = re.compile(r"^[0-9a-f]{32}\.txt$")
 OUTPUT_INDEX_BYTES = 2 * 1024 * 1024
 """Bytes of a saved output the index reads (the head of a 100 MB log; the rest stays readable
 through ``read_file``)."""
 _BATCH = 500
+LONG_LINE_BYTES = 1000
+"""A match further than this into its line gets a ``start_byte`` to read on from."""
 RANK_WINDOW = 10_000
 """A query whose every term is in more documents than this together ranks the most recently
 indexed this many of them. FTS5 ranks a match in about a microsecond, all of them before the
@@ -80,6 +83,9 @@ class IndexedHit:
     snippet: str
     role: str = ""
     timestamp: str = ""
+    start_byte: int = 0
+    """For an output: the byte in its line where reading should start to see the match, when
+    the line is long (``read_file``'s ``start_byte``); else 0."""
 
 
 def index_location(storage: Storage) -> Path:
@@ -131,11 +137,28 @@ def _digest(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()[:16]
 
 
+def _corrupt(exc: BaseException) -> bool:
+    """A damaged index file (rebuilt), as opposed to one that cannot be written now."""
+    text = str(exc).lower()
+    return not isinstance(exc, sqlite3.OperationalError) or any(
+        word in text for word in ("malformed", "not a database", "no such table", "no such column")
+    )
+
+
 def _busy(exc: BaseException) -> bool:
     """SQLite's "database is locked" (or busy): another process writes the index."""
     return isinstance(exc, sqlite3.OperationalError) and (
         "locked" in str(exc) or "busy" in str(exc)
     )
+
+
+_PLAIN = DictCodec()
+
+
+def _text(value: object) -> str:
+    """``value`` as text SQLite can store (a lone surrogate, kept by the dialog's ASCII
+    escapes, is replaced)."""
+    return str(value).encode("utf-8", errors="replace").decode("utf-8")
 
 
 class _Stale(Exception):
@@ -150,6 +173,8 @@ class HistoryIndex:
         path (`Path | None`): The index file (default: :func:`index_location`).
         progress (`Callable[[int], None] | None`): Told how many documents were added, while a
             long catch-up runs (the command line prints it).
+        view (`Callable[[dict], Message] | None`): A saved record as the tools show it, so the
+            index holds what ``read_dialog`` shows (not 2.x's ``state`` or ``finished_at``).
     """
 
     def __init__(
@@ -157,6 +182,7 @@ class HistoryIndex:
         storage: Storage,
         path: Path | None = None,
         progress: Callable[[int], None] | None = None,
+        view: Callable[[dict], Message] | None = None,
     ) -> None:
         self.storage = storage
         try:
@@ -167,7 +193,9 @@ class HistoryIndex:
         self.path = where
         """The index file; ``None``: in memory (nowhere to keep it)."""
         self.progress = progress
-        self._view = DictCodec().view
+        self.view = view
+        """A saved record as the tools render it (the adapter's codec: ``decode`` then
+        ``view``); ``None`` or a record it cannot read: every string of the record."""
         self._db: sqlite3.Connection | None = None
         self.in_memory = False
         """Whether the index could not be written where it belongs (built in memory)."""
@@ -178,15 +206,21 @@ class HistoryIndex:
         if self._db is not None:
             return self._db
         try:
-            if self.path is None:
+            if self.path is None or self.in_memory:
                 raise OSError("no place for the index file")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            folder = self.path.parent
+            folder.mkdir(parents=True, exist_ok=True)
+            if folder.is_symlink() or self.path.is_symlink():
+                # never write (or delete) through a link: the index stays in its folder
+                raise OSError(f"{self.path} is a link")
             db = _open(self.path)
-            if not self._is_ours(db):
+            state = self._state(db)
+            if state == "foreign":
                 db.close()
                 self._remove_file()
                 db = _open(self.path)
-            self._create(db)
+            if state != "ours":
+                self._create(db)
         except (OSError, sqlite3.Error) as exc:
             logger.info("history index at %s unusable (%s): searching in memory", self.path, exc)
             db = _open(":memory:")
@@ -196,19 +230,19 @@ class HistoryIndex:
         return db
 
     @staticmethod
-    def _is_ours(db: sqlite3.Connection) -> bool:
-        """A new file, or an index of this schema; else (another program's database, an older
-        schema, a corrupt file) it is replaced."""
+    def _state(db: sqlite3.Connection) -> str:
+        """``new`` (no tables), ``ours`` (an index of this schema) or ``foreign`` (another
+        program's database, an older schema, a corrupt file: replaced)."""
         try:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
             if not tables:
-                return True
+                return "new"
             row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            return row is not None and row[0] == _SCHEMA
+            return "ours" if row is not None and row[0] == _SCHEMA else "foreign"
         except sqlite3.Error as exc:
             if _busy(exc):
                 raise  # another process holds it: ours, and not to be dropped
-            return False
+            return "foreign"
 
     @staticmethod
     def _create(db: sqlite3.Connection) -> None:
@@ -257,18 +291,23 @@ class HistoryIndex:
 
     def refresh(self) -> int:
         """Index what was saved since the last search; the documents added. Rebuilds the index
-        when it is stale or corrupt."""
-        for attempt in (1, 2):
+        when it is stale or corrupt; goes on in memory when it cannot be written (a full
+        disk); raises ``sqlite3.OperationalError`` when another process holds it too long."""
+        for attempt in (1, 2, 3):
             try:
                 return self._refresh()
             except (_Stale, sqlite3.DatabaseError) as exc:
-                if attempt == 2 or _busy(exc):
+                if attempt == 3 or _busy(exc):
                     raise  # another process holds the index: not a reason to drop the file
-                logger.warning("rebuilding the history index %s: %s", self.path, exc or "stale")
                 self.close()
-                if not self.in_memory:
-                    self._remove_file()
-                self.in_memory = False
+                if isinstance(exc, _Stale) or _corrupt(exc):
+                    logger.warning("rebuilding the history index %s: %s", self.path, exc)
+                    if not self.in_memory:
+                        self._remove_file()
+                    self.in_memory = False
+                else:  # full disk, read-only, I/O error: the file stays, this search in memory
+                    logger.warning("history index %s: %s; searching in memory", self.path, exc)
+                    self.in_memory = True
         return 0  # pragma: no cover - the loop returns or raises
 
     def _refresh(self) -> int:
@@ -309,7 +348,8 @@ class HistoryIndex:
                     added += self._index_output(db, key)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back by itself (a full disk)
+                db.execute("ROLLBACK")
             raise
         return added
 
@@ -375,12 +415,27 @@ class HistoryIndex:
             record = json.loads(raw)
             if not isinstance(record, dict) or "id" not in record:
                 return None
-            msg = self._view(record)
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except ValueError:
             return None  # a torn or foreign line: the dialog reader skips it too
+        msg = None
+        if self.view is not None:
+            with contextlib.suppress(Exception):  # a record its codec cannot read
+                msg = self.view(record)
+        try:
+            msg = msg or _PLAIN.view(record)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
         # One part a block, reminders labelled as the tools render them (design §6.2).
         body = PART_SEPARATOR.join(part_text(part) for part in msg.parts)
-        return ("message", key, line_no, str(record["id"]), msg.role, msg.timestamp, body)
+        return (
+            "message",
+            key,
+            line_no,
+            _text(record["id"]),
+            _text(msg.role),
+            _text(msg.timestamp),
+            _text(body),
+        )
 
     def _insert(self, db: sqlite3.Connection, rows: list[tuple]) -> int:
         added = 0
@@ -459,7 +514,14 @@ class HistoryIndex:
             if data is None:
                 return None  # expired since it was indexed: the next hits take its place
             body = data.decode("utf-8", errors="replace")
-        excerpt, at = snippet(body or "", terms)
+        body = body or ""
+        excerpt, at = snippet(body, terms)
+        start_byte = 0
+        if kind == "output":
+            position = first_match(body, terms)
+            begins = body.rfind("\n", 0, position) + 1
+            if len(body[begins:position].encode("utf-8")) > LONG_LINE_BYTES:
+                start_byte = len(body[begins : max(begins, position - 80)].encode("utf-8"))
         return IndexedHit(
             score=score,
             kind=kind,
@@ -468,6 +530,7 @@ class HistoryIndex:
             snippet=excerpt,
             role=role or "",
             timestamp=ts or "",
+            start_byte=start_byte,
         )
 
     def size(self) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PART_SEPARATOR", "Term", "index_text", "parse_query", "snippet"]
+__all__ = ["PART_SEPARATOR", "Term", "first_match", "index_text", "parse_query", "snippet"]
 
 PART_SEPARATOR = "\x1e"
 """Between the parts of a message's text (a snippet stays within one part and keeps its
@@ -27,6 +27,8 @@ label, e.g. ``[system reminder]``)."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 _PIECE_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+"""Control characters (not whitespace): a snippet never carries a terminal escape."""
 _QUERY_RE = re.compile(r'"([^"]*)"?|(\S+)')
 
 MAX_TERMS = 32
@@ -103,15 +105,15 @@ def snippet(text: str, terms: list[Term], width: int = 240) -> tuple[str, int]:
     of ``text`` the match is on (the first line when no term is found)."""
     if PART_SEPARATOR in text:
         return _part_snippet(text, terms, width), 1
-    at = _first_match(text, terms)
+    at = first_match(text, terms)
     start = max(0, at - width // 3)
     end = min(len(text), start + width)
-    excerpt = " ".join(text[start:end].split())
+    excerpt = " ".join(_CONTROL_RE.sub("?", text[start:end]).split())
     excerpt = ("…" if start > 0 else "") + excerpt + ("…" if end < len(text) else "")
     return excerpt, text.count("\n", 0, at) + 1
 
 
-def _first_match(text: str, terms: list[Term]) -> int:
+def first_match(text: str, terms: list[Term]) -> int:
     for whole in (True, False):  # a whole word first, as the index matched it
         found = [m.start() for term in terms if (m := term.pattern(whole).search(text))]
         if found:

@@ -2,7 +2,7 @@
 the dialog tools and the explorer's ``list_dir``/``grep`` (the memory tools are in
 ``core.longterm``). Adapters wrap them."""
 
-from ._dialog import DialogTool, make_dialog_tools
+from ._dialog import DialogTool, make_dialog_tools, record_view
 from ._explorer import make_explorer_functions
 from ._read_file import make_read_file
 from ._reader import FileReader, ReadFileError, resolve_allowed_roots
@@ -14,5 +14,6 @@ __all__ = [
     "make_dialog_tools",
     "make_explorer_functions",
     "make_read_file",
+    "record_view",
     "resolve_allowed_roots",
 ]

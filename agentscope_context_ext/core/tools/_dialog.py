@@ -12,13 +12,14 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from ..messages import Message
 from ..rendering import render_message
 from ..search import SCOPES, Conversation, HistoryScope, SearchHit, search_history
 from ..workspace import DialogStore
 from ._read_file import SESSION_ARG
 from ._reader import whole_number
 
-__all__ = ["make_dialog_tools"]
+__all__ = ["make_dialog_tools", "record_view"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -101,7 +102,7 @@ def make_dialog_tools(
     read_dialog_of_session.__doc__ = (read_dialog.__doc__ or "").rstrip() + SESSION_ARG
     read_dialog_of_session.__name__ = read_dialog_of_session.__qualname__ = "read_dialog"
 
-    own = Conversation(store.storage)
+    own = Conversation(store.storage, view=record_view(store))
     others: dict[tuple, Conversation] = {}
     lock = threading.Lock()
 
@@ -195,4 +196,12 @@ def _read_on(hit: SearchHit) -> str:
     if hit.kind == "message":
         day = hit.file[len("dialog/") : len("dialog/") + 10]
         return f"read_dialog(date={day!r}, start_line={hit.line}, limit=5{session})"
-    return f"read_file(file_path={hit.file!r}, start_line={hit.line}{session})"
+    at = f", start_byte={hit.start_byte}" if hit.start_byte else ""
+    return f"read_file(file_path={hit.file!r}, start_line={hit.line}{at}{session})"
+
+
+def record_view(store: DialogStore) -> Callable[[dict], Message]:
+    """A saved record of ``store`` as its tools show it (its codec's ``decode``, then
+    ``view``): what the history index reads (design §6.2)."""
+    codec = store.codec
+    return lambda record: codec.view(codec.decode(record))
