@@ -44,12 +44,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from agentscope_context_ext import truncate_text_output
+from agentscope_context_ext.adapter import installed
 from agentscope_context_ext.core.search import (
     Conversation,
     HistoryIndex,
     index_location,
     search_history,
 )
+from agentscope_context_ext.core.tools import record_view
 from agentscope_context_ext.core.workspace import DialogStore, ToolResultStore, open_storage
 from agentscope_context_ext.replay import Record, claude_code_records
 
@@ -189,6 +191,8 @@ class Corpus:
         self.size = size
         self.storage = open_storage(workspace)
         self.store = DialogStore(self.storage)
+        self.view = record_view(installed.open_dialog(self.storage))
+        """A record as the installed AgentScope's tools show it: what the index reads."""
         self.results = ToolResultStore(self.storage)
         self.expected: dict[str, tuple[str, str, int]] = {}
         """Identifier -> (kind, file, line) of the place it was planted."""
@@ -334,9 +338,9 @@ def _percentile(values: list[float], share: float) -> float:
 
 def _measure(corpus: Corpus, rounds: int, scan: str) -> dict:
     """Build, size, latency, scan and recall of one corpus (its index made here)."""
-    conversation = Conversation(corpus.storage)
+    conversation = Conversation(corpus.storage, view=corpus.view)
     added = []
-    conversation.index = HistoryIndex(corpus.storage, progress=added.append)
+    conversation.index = HistoryIndex(corpus.storage, progress=added.append, view=corpus.view)
     gc.collect()
     started = time.perf_counter()
     search_history([conversation], "spotter", 10)
@@ -428,7 +432,7 @@ def _dialog_bytes(corpus: Corpus) -> int:
 def _increments(corpora: list[Corpus], rounds: int) -> dict[int, dict]:
     """Append 10 messages to each corpus in turn (interleaved across sizes), then time the
     catch-up the next search does first, and that search."""
-    conversations = {c.size: Conversation(c.storage) for c in corpora}
+    conversations = {c.size: Conversation(c.storage, view=c.view) for c in corpora}
     for corpus in corpora:  # opened and caught up: the index exists
         search_history([conversations[corpus.size]], "spotter", 10)
     catch_up: dict[int, list[float]] = {c.size: [] for c in corpora}

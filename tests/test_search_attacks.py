@@ -242,3 +242,24 @@ def test_the_command_line_names_the_right_copy(tmp_path: Path, capsys) -> None:
         "agent-1/sessions/s1/context_ext/dialog/2026-12-02.jsonl": "kiwi original",
         "agent-1.bak/sessions/s1/context_ext/dialog/2026-12-02.jsonl": "kiwi in the copy",
     }
+
+
+def test_a_call_id_is_never_a_word_of_the_conversation(tmp_path: Path) -> None:
+    """Read through the codec, a tool call renders with its id; the index reads what it says:
+    its name, its arguments as written, its output."""
+    from neutral_port import MessageCodec, assistant, results
+
+    from agentscope_context_ext.core.messages import ToolCall, ToolResult
+    from agentscope_context_ext.core.tools import record_view
+
+    store = DialogStore(tmp_path / "ws", codec=MessageCodec())
+    store.append(
+        [
+            assistant(None, ToolCall("call_kiwi_17", "Edit", {"file_path": "web/view.heex"})),
+            results(ToolResult("call_kiwi_17", "Edit", "edited: three lines")),
+        ]
+    )
+    conversation = Conversation(store.storage, view=record_view(store))
+    for query, lines in (("kiwi", []), ("Edit", [1, 2]), ("view.heex", [1]), ("three", [2])):
+        found = sorted(h.line for h in search_history([conversation], query, 5).hits)
+        assert found == lines, query

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import WorkspaceError
-from ..messages import Message
-from ..rendering import part_text
+from ..messages import Message, Reminder, Text, Thinking, ToolCall, ToolResult, string_values
+from ..rendering import REMINDER_LABEL
 from ..workspace import (
     DIALOG_DIRNAME,
     MESSAGE_DIRNAME,
@@ -153,6 +153,21 @@ def _busy(exc: BaseException) -> bool:
 
 
 _PLAIN = DictCodec()
+
+
+def _searchable(part: object) -> str:
+    """What a search looks in, of one part: what it says (a reminder labelled as the tools
+    render it), a tool's name and its string arguments as written, a tool's output; never a
+    call id (a random id holds a short word now and then) or a media block."""
+    if isinstance(part, Reminder):
+        return REMINDER_LABEL + part.body
+    if isinstance(part, Text | Thinking):
+        return part.text
+    if isinstance(part, ToolCall):
+        return "\n".join([part.name, *string_values(dict(part.arguments))])
+    if isinstance(part, ToolResult):
+        return f"{part.name}\n{part.complete_text}"
+    return ""
 
 
 def _text(value: object) -> str:
@@ -426,7 +441,7 @@ class HistoryIndex:
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
         # One part a block, reminders labelled as the tools render them (design §6.2).
-        body = PART_SEPARATOR.join(part_text(part) for part in msg.parts)
+        body = PART_SEPARATOR.join(text for part in msg.parts if (text := _searchable(part)))
         return (
             "message",
             key,
