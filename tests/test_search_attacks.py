@@ -263,3 +263,19 @@ def test_a_call_id_is_never_a_word_of_the_conversation(tmp_path: Path) -> None:
     for query, lines in (("kiwi", []), ("Edit", [1, 2]), ("view.heex", [1]), ("three", [2])):
         found = sorted(h.line for h in search_history([conversation], query, 5).hits)
         assert found == lines, query
+
+
+async def test_an_accent_the_index_ignored_is_ignored_where_the_match_is_shown(
+    tmp_path: Path,
+) -> None:
+    """The index folds diacritics (``cafe`` finds ``café``); the line and the snippet of the
+    match did not, and pointed at line 1 of a 20,000-line output."""
+    workspace = tmp_path / "ws"
+    path = ToolResultStore(workspace).save("filler line\n" * 20_000 + "un café noir\n")
+    store = DialogStore(workspace)
+    store.append([record(f"saved {path}", 1), record("Ünïcödé handling in the parser", 2)])
+    _, search_dialog = make_dialog_tools(store)
+    found = await search_dialog("cafe")
+    assert "un café noir" in found and "start_line=20001" in found, found
+    found = await search_dialog("unicode")
+    assert "Ünïcödé handling" in found and "line 2" in found, found

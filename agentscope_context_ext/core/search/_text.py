@@ -16,6 +16,7 @@ and for the query, so that both meet:
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 __all__ = ["PART_SEPARATOR", "Term", "first_match", "index_text", "parse_query", "snippet"]
@@ -71,7 +72,7 @@ class Term:
         letter or digit between them (``my var`` finds ``my_var`` and ``my/var`` too, as the
         index does). ``whole``: not inside a longer word, as the index matches (``error`` is
         not in ``errors``; a prefix may end inside one; CJK is matched inside its runs)."""
-        pieces = _PIECE_RE.findall(self.text)
+        pieces = _PIECE_RE.findall(self.text.translate(_FOLD))
         expression = r"[\W_]+".join(map(re.escape, pieces)) or re.escape(self.text)
         if whole and pieces:
             if not _CJK_RUN_RE.match(pieces[0][0]):
@@ -114,8 +115,11 @@ def snippet(text: str, terms: list[Term], width: int = 240) -> tuple[str, int]:
 
 
 def first_match(text: str, terms: list[Term]) -> int:
+    """Where the first term is in ``text`` (0 when none is), accents ignored as the index ignores
+    them (``cafe`` is in ``café``; the folding keeps every position)."""
+    folded = text.translate(_FOLD)
     for whole in (True, False):  # a whole word first, as the index matched it
-        found = [m.start() for term in terms if (m := term.pattern(whole).search(text))]
+        found = [m.start() for term in terms if (m := term.pattern(whole).search(folded))]
         if found:
             return min(found)
     return 0
@@ -124,7 +128,9 @@ def first_match(text: str, terms: list[Term]) -> int:
 def _part_snippet(text: str, terms: list[Term], width: int) -> str:
     """The snippet of the part holding the first match, its label kept."""
     parts = text.split(PART_SEPARATOR)
-    part = next((p for p in parts if any(t.pattern().search(p) for t in terms)), parts[0])
+    part = next(
+        (p for p in parts if any(t.pattern().search(p.translate(_FOLD)) for t in terms)), parts[0]
+    )
     excerpt, _ = snippet(part, terms, width)
     label = _LABEL_RE.match(part)
     if label and not excerpt.startswith(label.group()):
@@ -132,4 +138,19 @@ def _part_snippet(text: str, terms: list[Term], width: int) -> str:
     return excerpt
 
 
+def _fold_table() -> dict[int, str]:
+    """Each accented Latin, Greek or Cyrillic letter to its base letter, one character for one
+    (``é`` -> ``e``), as SQLite's ``remove_diacritics`` folds them for the index."""
+    table = {}
+    for block in ((0x00C0, 0x0250), (0x0370, 0x0530), (0x1E00, 0x1F00)):
+        for code in range(*block):
+            base = "".join(
+                c for c in unicodedata.normalize("NFD", chr(code)) if not unicodedata.combining(c)
+            )
+            if len(base) == 1 and base != chr(code):
+                table[code] = base
+    return table
+
+
+_FOLD = _fold_table()
 _LABEL_RE = re.compile(r"^\[[a-z_ ]+\] ")
