@@ -279,3 +279,23 @@ async def test_an_accent_the_index_ignored_is_ignored_where_the_match_is_shown(
     assert "un café noir" in found and "start_line=20001" in found, found
     found = await search_dialog("unicode")
     assert "Ünïcödé handling" in found and "line 2" in found, found
+
+
+def test_the_any_term_fallback_still_reads_a_conversation_searched_in_memory(
+    tmp_path: Path,
+) -> None:
+    """Every index but the asking one's is closed between the two passes; one that lives in
+    memory (its folder cannot hold an index) is built again for the any-term pass."""
+    for name in ("a", "b"):
+        DialogStore(tmp_path / name).append([record(f"kiwi from {name}", 1)])
+    (tmp_path / "b" / ".search").write_text("a file where the index folder would be")
+    conversations = [
+        Conversation(LocalStorage(tmp_path / "a")),
+        Conversation(LocalStorage(tmp_path / "b"), session="b"),
+    ]
+    result = search_history(conversations, "kiwi nothing_else", 5)
+    assert not result.all_terms
+    assert [(h.session, h.snippet) for h in result.hits] == [
+        (None, "kiwi from a"),
+        ("b", "kiwi from b"),
+    ]

@@ -24,6 +24,7 @@ from ..core.search import (
     HistoryScope,
     SearchHit,
     search_history,
+    shown,
 )
 from ..core.tools import record_view
 from ..core.workspace import (
@@ -128,9 +129,7 @@ def search_workspace(
         return result.hits
     searched = f"{len(chosen)} conversation(s)" if len(chosen) > 1 else "1 conversation"
     if not result.hits:
-        shown = " ".join(query.split())
-        shown = shown if len(shown) <= 80 else shown[:80] + "…"
-        print(f"nothing in {searched} matches: {shown}", file=out)
+        print(f"nothing in {searched} matches: {shown(query)}", file=out)
         return []
     head = "best first" if result.all_terms else "none holds every word; these hold some"
     print(f"{len(result.hits)} hit(s) in {searched}, {head}:", file=out)
@@ -170,7 +169,7 @@ def _conversations(workspace: str) -> list[_Found]:
         ]
     found: list[_Found] = []
     for prefix, place in places:
-        entries = HistoryScope(place, "", "", "", "").sessions() if _registered(place) else []
+        entries = HistoryScope(place, "", "", "", "").sessions()  # none: no list
         for entry in entries:
             sub = SubStorage(place, entry["folder"])
             folder = f"{prefix}/{entry['folder']}" if prefix else entry["folder"]

@@ -16,7 +16,7 @@ from ._scope import (
     search_history,
     session_folders,
 )
-from ._text import Term, parse_query
+from ._text import Term, parse_query, shown
 
 __all__ = [
     "INDEX_DIRNAME",
@@ -37,4 +37,5 @@ __all__ = [
     "safe_id",
     "search_history",
     "session_folders",
+    "shown",
 ]

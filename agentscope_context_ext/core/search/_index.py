@@ -480,12 +480,17 @@ class HistoryIndex:
 
     # ------------------------------------------------------------------ searching
 
-    def search(self, terms: list[Term], limit: int, all_terms: bool = True) -> list[IndexedHit]:
+    def search(
+        self, terms: list[Term], limit: int, all_terms: bool = True, catch_up: bool = True
+    ) -> list[IndexedHit]:
         """The best ``limit`` documents holding every term (``all_terms``) or any of them;
-        when more than :data:`RANK_WINDOW` hold every term, the best of the newest that many."""
+        when more than :data:`RANK_WINDOW` hold every term, the best of the newest that many.
+        ``catch_up``: index what was saved since first (off: it was, a moment ago, and the index
+        is still open; a closed one, maybe in memory, is caught up anyway)."""
         if not terms:
             return []
-        self.refresh()
+        if catch_up or self._db is None:
+            self.refresh()
         expression = (" AND " if all_terms else " OR ").join(term.fts() for term in terms)
         db = self._connect()
         hits: list[IndexedHit] = []
@@ -530,10 +535,10 @@ class HistoryIndex:
                 return None  # expired since it was indexed: the next hits take its place
             body = data.decode("utf-8", errors="replace")
         body = body or ""
-        excerpt, at = snippet(body, terms)
+        position = first_match(body, terms) if kind == "output" else None
+        excerpt, at = snippet(body, terms, at=position)
         start_byte = 0
-        if kind == "output":
-            position = first_match(body, terms)
+        if position is not None:
             begins = body.rfind("\n", 0, position) + 1
             if len(body[begins:position].encode("utf-8")) > LONG_LINE_BYTES:
                 start_byte = len(body[begins : max(begins, position - 80)].encode("utf-8"))

@@ -32,7 +32,7 @@ from typing import Literal
 from ..messages import Message
 from ..workspace import Storage, SubStorage, private_cache_folder
 from ._index import HistoryIndex, IndexedHit
-from ._text import Term, parse_query
+from ._text import Term, parse_query, shown
 
 __all__ = [
     "SCOPES",
@@ -115,8 +115,6 @@ class SearchResult:
     all_terms: bool
     """Every hit holds every term; ``False``: none did, these hold some of them."""
     terms: list[Term]
-    searched: int
-    """Conversations searched."""
 
 
 def search_history(conversations: list[Conversation], query: str, limit: int = 10) -> SearchResult:
@@ -137,13 +135,14 @@ def search_history(conversations: list[Conversation], query: str, limit: int = 1
         raise ValueError(f"limit must be at least 1, got {limit}")
     terms = parse_query(str(query))
     if not terms:
-        raise ValueError(f"the query has no words to search for: {_shown(str(query))!r}")
+        raise ValueError(f"the query has no words to search for: {shown(str(query))!r}")
     for all_terms in (True, False):
         ranked: list[tuple[float, int, int, SearchHit]] = []
         for where, conversation in enumerate(conversations):
             index = conversation.history()
             try:
-                found: list[IndexedHit] = index.search(terms, limit, all_terms)
+                # the every-term pass caught the index up: the any-term pass need not again
+                found: list[IndexedHit] = index.search(terms, limit, all_terms, all_terms)
             finally:
                 if where:
                     index.close()
@@ -151,28 +150,13 @@ def search_history(conversations: list[Conversation], query: str, limit: int = 1
             for rank, h in enumerate(found):
                 relative = h.score / best if best < 0 else 1.0
                 hit = SearchHit(
-                    kind=h.kind,
-                    file=h.file,
-                    line=h.line,
-                    snippet=h.snippet,
-                    score=h.score,
-                    role=h.role,
-                    timestamp=h.timestamp,
-                    session=conversation.session,
-                    agent=conversation.agent,
-                    where=where,
-                    start_byte=h.start_byte,
+                    **vars(h), session=conversation.session, agent=conversation.agent, where=where
                 )
                 ranked.append((-relative, where, rank, hit))
         if ranked or len(terms) == 1:
             hits = [item[3] for item in sorted(ranked, key=lambda item: item[:3])]
-            return SearchResult(hits[:limit], all_terms, terms, len(conversations))
-    return SearchResult([], True, terms, len(conversations))
-
-
-def _shown(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 80 else text[:80] + "…"
+            return SearchResult(hits[:limit], all_terms, terms)
+    return SearchResult([], True, terms)
 
 
 # ---------------------------------------------------------------------- served sessions

@@ -19,7 +19,15 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["PART_SEPARATOR", "Term", "first_match", "index_text", "parse_query", "snippet"]
+__all__ = [
+    "PART_SEPARATOR",
+    "Term",
+    "first_match",
+    "index_text",
+    "parse_query",
+    "shown",
+    "snippet",
+]
 
 PART_SEPARATOR = "\x1e"
 """Between the parts of a message's text (a snippet stays within one part and keeps its
@@ -101,12 +109,22 @@ def parse_query(query: str) -> list[Term]:
     return terms
 
 
-def snippet(text: str, terms: list[Term], width: int = 240) -> tuple[str, int]:
-    """A one-line excerpt of ``text`` around its first match of ``terms``, and the 1-based line
-    of ``text`` the match is on (the first line when no term is found)."""
+def shown(query: str, chars: int = 80) -> str:
+    """A query as an answer repeats it: one line, at most ``chars`` characters."""
+    text = " ".join(query.split())
+    return text if len(text) <= chars else text[:chars] + "…"
+
+
+def snippet(
+    text: str, terms: list[Term], width: int = 240, at: int | None = None
+) -> tuple[str, int]:
+    """A one-line excerpt of ``text`` around its first match of ``terms`` (``at``, when the
+    caller found it already), and the 1-based line of ``text`` the match is on (the first line
+    when no term is found)."""
     if PART_SEPARATOR in text:
         return _part_snippet(text, terms, width), 1
-    at = first_match(text, terms)
+    if at is None:
+        at = first_match(text, terms)
     start = max(0, at - width // 3)
     end = min(len(text), start + width)
     excerpt = " ".join(_CONTROL_RE.sub("?", text[start:end]).split())

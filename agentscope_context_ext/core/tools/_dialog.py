@@ -14,7 +14,7 @@ from typing import Any
 
 from ..messages import Message
 from ..rendering import render_message
-from ..search import SCOPES, Conversation, HistoryScope, SearchHit, search_history
+from ..search import SCOPES, Conversation, HistoryScope, SearchHit, search_history, shown
 from ..workspace import DialogStore
 from ._read_file import SESSION_ARG
 from ._reader import whole_number
@@ -122,9 +122,7 @@ def make_dialog_tools(
             result = search_history(conversations(scope), query, limit)
         where = _WHERE[scope] if history is not None else "this conversation"
         if not result.hits:
-            shown = " ".join(query.split())
-            shown = shown if len(shown) <= 80 else shown[:80] + "…"
-            return f"No saved message or output in {where} matches: {shown}"
+            return f"No saved message or output in {where} matches: {shown(query)}"
         head = (
             f"{len(result.hits)} hit(s) in {where}, best first"
             if result.all_terms
