@@ -263,3 +263,20 @@ def test_error_lines_are_recognised_and_paths_named_error_are_not() -> None:
         "All checks passed!",
     ):
         assert error_line(success) is None, success
+
+
+def test_opaque_ids_that_mix_letters_and_digits_are_names() -> None:
+    """A record id, a flight number, a commit: found by shape alone, whatever the domain."""
+    from agentscope_context_ext.core.summary import code_terms
+
+    found = code_terms("booked JG7FMM and 2FBBAH on HAT028 after a3f9c21, in 100ms", prose=True)
+    assert {"JG7FMM", "2FBBAH", "HAT028", "a3f9c21"} <= found
+    assert "100ms" not in found
+    msgs = [
+        user("Please look up my bookings.", 0),
+        say("", ToolCall("c1", "get_user", {"user_id": "mia_li_3668"}), n=1),
+        result("c1", "get_user", '{"reservations": ["K4QX7Z", "ZB81PQ"]}', 2),
+        say("You have two bookings, K4QX7Z and ZB81PQ. Which one should I change?", n=3),
+    ]
+    summary = extractive_summary(msgs).render()
+    assert mentions(summary, "K4QX7Z") and mentions(summary, "ZB81PQ")

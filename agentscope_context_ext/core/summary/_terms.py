@@ -28,8 +28,11 @@ _PATH = (
 _IDENT = r"([@$]?[A-Za-z_][\w!?]*(?:(?:\.|::|->|#)[A-Za-z_][\w!?]*)*(?:/\d+|\(\))?)"
 _KEBAB = r"([a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)*)"
 _URL = r"(https?://[^\s'\"<>()\[\]`]+[^\s'\"<>()\[\]`.,;:])"
+# An opaque id mixes letters and digits (``HAT028``, ``2FBBAH``, ``a3f9c21``): a record, a
+# commit, a ticket the work refers to verbatim. Not a number with a unit (``100ms``).
+_ALNUM_ID = r"\b((?=[a-zA-Z]*\d)(?=\d*[a-zA-Z])(?!\d+[a-z]{1,3}\b)[A-Za-z0-9]{4,40})\b"
 _BACKTICKED_RE = re.compile(_BACKTICKED)
-_TERM_RE = re.compile(f"{_URL}|{_PATH}|{_KEBAB}|{_IDENT}")
+_TERM_RE = re.compile(f"{_URL}|{_PATH}|{_KEBAB}|{_ALNUM_ID}|{_IDENT}")
 _MIN_LEN, _MAX_LEN = 3, 160
 _ARITY_RE = re.compile(r"(?:/\d+|\(\))$")
 _DIGIT_OR_DOT_RE = re.compile(r"[\d.]")
@@ -87,9 +90,9 @@ def _code_terms(text: str, prose: bool) -> frozenset[str]:
         if chunk.isalpha() and (chunk.islower() or chunk[1:].islower()):
             continue
         for match in _TERM_RE.finditer(chunk):
-            url, path, kebab, ident = match.groups()
-            if url is not None or path is not None:
-                found.add(url or path)
+            url, path, kebab, opaque, ident = match.groups()
+            if url is not None or path is not None or opaque is not None:
+                found.add(url or path or opaque)
             elif ident is not None:
                 if _looks_like_code(ident):
                     found.add(ident)
