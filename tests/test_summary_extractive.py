@@ -280,3 +280,38 @@ def test_opaque_ids_that_mix_letters_and_digits_are_names() -> None:
     ]
     summary = extractive_summary(msgs).render()
     assert mentions(summary, "K4QX7Z") and mentions(summary, "ZB81PQ")
+
+
+def test_a_name_seen_once_in_one_output_is_kept_while_there_is_room() -> None:
+    """The budget, not a score threshold, limits the terms: the one id an output showed may be
+    the one the next step needs."""
+    msgs = [
+        user("Open a ticket for the outage.", 0),
+        say("", ToolCall("c1", "open_ticket", {"title": "outage"}), n=1),
+        result("c1", "open_ticket", "status: created\nqueue: ops\nticket: Q9ZT4K", 2),
+    ]
+    assert mentions(extractive_summary(msgs).render(), "Q9ZT4K")
+
+
+def test_a_constraint_the_goal_quotes_gives_way_first() -> None:
+    """Under a tight budget a constraint the goal line already quotes whole is not said twice
+    at the cost of the work: the edited file comes first."""
+    request = "Rename the flag in the settings module. Never touch the database schema."
+    msgs = [
+        user(request, 0),
+        say(
+            "",
+            ToolCall(
+                "e",
+                "edit_file",
+                {"file_path": "conf/settings.py", "old_string": "OLD = 1", "new_string": "NEW = 1"},
+            ),
+            n=1,
+        ),
+        result("e", "edit_file", "ok", 2),
+    ]
+    roomy = extractive_summary(msgs)
+    assert roomy.constraints == ["Never touch the database schema."]
+    tight = extractive_summary(msgs, budget_tokens=estimate_tokens(request) + 18)
+    assert tight.goal == [request]
+    assert any("conf/settings.py" in line for line in tight.progress)

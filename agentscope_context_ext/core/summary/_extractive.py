@@ -43,6 +43,7 @@ from ._selection import (
     P_OTHER_CALL,
     P_PREVIOUS_GOAL,
     P_PREVIOUS_ITEM,
+    P_QUOTED_CONSTRAINT,
     P_READ_DEFINITION,
     P_READ_FILE,
     P_REQUEST,
@@ -138,12 +139,20 @@ def _entries(
         entries.extend(_previous_entries(previous))
     for rank, (index, text) in enumerate(log.requests):
         priority = P_FIRST_REQUEST if rank == 0 and previous is None else P_REQUEST
-        entries.append(
-            Entry("goal", index, clip_middle(squash(text), request_chars), priority - rank * 0.01)
-        )
+        goal = clip_middle(squash(text), request_chars)
+        entries.append(Entry("goal", index, goal, priority - rank * 0.01))
         for sentence in sentences(text):
             if CONSTRAINT_RE.search(sentence):
-                entries.append(Entry("constraints", index, clip(sentence, 400), P_CONSTRAINT))
+                # One the goal line quotes whole is said already: repeated only if there is room.
+                quoted = squash(sentence) in goal
+                entries.append(
+                    Entry(
+                        "constraints",
+                        index,
+                        clip(sentence, 400),
+                        P_QUOTED_CONSTRAINT if quoted else P_CONSTRAINT,
+                    )
+                )
     entries.extend(_next_step_entries(log, labels))
     plain_reads = []
     for work in log.files.values():

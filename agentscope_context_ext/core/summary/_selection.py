@@ -31,6 +31,8 @@ P_SAVED_OUTPUT = 88.0
 P_ROOT = 87.0
 P_CONSTRAINT = 85.0
 P_MODIFIED_FILE = 80.0
+P_QUOTED_CONSTRAINT = 40.0
+"""A constraint the goal line already quotes whole."""
 P_FAILED_COMMAND = 79.0
 P_FILE_ERROR = 75.0
 P_COMMAND = 68.0
@@ -49,8 +51,6 @@ CHANGES_PER_FILE = 16
 GIST_CHARS = 120
 TERM_SHARE = 0.2
 """Share of the budget kept for salient terms (heads may use it; details may not)."""
-MIN_TERM_SCORE = 2.0
-"""A term scoring less passed by once in one tool output: not worth a place."""
 REQUEST_SHARE = 0.3
 """At most this share of the budget per user request (longer ones are cut in the middle)."""
 
@@ -191,7 +191,9 @@ def add_terms(
         for item in (previous.critical_context if previous else [])
         for t in BACKTICKED_RE.findall(item)
     ]
-    ranked = [t for t in salience.ranked() if salience.score(t) >= MIN_TERM_SCORE]
+    # Down to the names that passed by once in one output: the budget, not a score, is the
+    # limit (an id seen once may be the one the next step needs).
+    ranked = salience.ranked()
     terms: list[str] = []
     for term in [*kept, *ranked]:
         shown = relative(term, root)
