@@ -315,3 +315,20 @@ def test_a_constraint_the_goal_quotes_gives_way_first() -> None:
     tight = extractive_summary(msgs, budget_tokens=estimate_tokens(request) + 18)
     assert tight.goal == [request]
     assert any("conf/settings.py" in line for line in tight.progress)
+
+
+def test_a_key_every_output_repeats_ranks_below_the_values_it_labels() -> None:
+    """``"seat_class":`` in every record is the tool's format; the record ids are the data."""
+    from agentscope_context_ext.core.summary import Salience
+
+    msgs = [user("Which of my trips are refundable?", 0)]
+    for n, trip in enumerate(("T7K2QA", "T9XW4B", "T3MZ8C", "T5RP1D")):
+        msgs.append(say("", ToolCall(f"c{n}", "get_trip", {"which": str(n)}), n=2 * n + 1))
+        msgs.append(
+            result(
+                f"c{n}", "get_trip", f'{{"trip_code": "{trip}", "seat_class": "eco"}}', 2 * n + 2
+            )
+        )
+    ranked = Salience().extend(msgs).ranked()
+    assert ranked.index("T7K2QA") < ranked.index("seat_class")
+    assert ranked.index("T5RP1D") < ranked.index("trip_code")

@@ -144,15 +144,8 @@ def _entries(
         for sentence in sentences(text):
             if CONSTRAINT_RE.search(sentence):
                 # One the goal line quotes whole is said already: repeated only if there is room.
-                quoted = squash(sentence) in goal
-                entries.append(
-                    Entry(
-                        "constraints",
-                        index,
-                        clip(sentence, 400),
-                        P_QUOTED_CONSTRAINT if quoted else P_CONSTRAINT,
-                    )
-                )
+                weight = P_QUOTED_CONSTRAINT if squash(sentence) in goal else P_CONSTRAINT
+                entries.append(Entry("constraints", index, clip(sentence, 400), weight))
     entries.extend(_next_step_entries(log, labels))
     plain_reads = []
     for work in log.files.values():

@@ -62,6 +62,13 @@ framework's reminder (what a hook or the framework reported, like tool output). 
 counts double: it is the identifier an agent most often needs again verbatim."""
 
 
+FORMAT_WEIGHT = 0.25
+"""A term of a tool's output format (:meth:`Salience._is_format`) counts a quarter: the same
+key in every record says nothing about the task, the values it labels do."""
+_OUTPUT_SOURCES = frozenset({"result", "requested", "reminder"})
+_MIN_FORMAT_OUTPUTS = 3
+
+
 def code_terms(text: str, *, prose: bool) -> frozenset[str]:
     """The code-like terms of ``text``.
 
@@ -157,6 +164,10 @@ class Salience:
         self._count = 0
         self._requests: list[str] = []
         self._requested: set[str] = set()
+        self._outputs: dict[str, int] = defaultdict(int)
+        """Outputs seen per tool."""
+        self._in_outputs: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        """Per term, how many outputs of each tool hold it."""
 
     def add(self, msg: Message) -> None:
         """Fold one message in."""
@@ -171,6 +182,10 @@ class Salience:
         for source, text, prose in _places(msg, self._requested):
             for term in code_terms(text, prose=prose):
                 places[term].add(source)
+        for result in msg.tool_results:
+            self._outputs[result.name] += 1
+            for term in code_terms(result.complete_text, prose=False):
+                self._in_outputs[term][result.name] += 1
         recency = 1.0 + 0.01 * self._count
         for term, sources in places.items():
             uses = self._uses[term]
@@ -191,9 +206,21 @@ class Salience:
             self._cache = {
                 term: sum(SOURCE_WEIGHTS[s] * math.log2(1 + n) for s, n in uses.items())
                 * (2.0 if _is_path(term) else 1.0)
+                * (FORMAT_WEIGHT if self._is_format(term, uses) else 1.0)
                 for term, uses in self._uses.items()
             }
         return self._cache
+
+    def _is_format(self, term: str, uses: dict[str, float]) -> bool:
+        """Whether ``term`` belongs to a tool's output format rather than to its data: nobody
+        but the tool uses it, and most outputs of that tool (three or more) hold it, like a
+        JSON key (``first_name``) or a header every answer repeats."""
+        if any(source not in _OUTPUT_SOURCES for source in uses):
+            return False
+        return any(
+            n >= _MIN_FORMAT_OUTPUTS and n * 2 > self._outputs[tool]
+            for tool, n in self._in_outputs.get(term, {}).items()
+        )
 
     def score(self, term: str) -> float:
         """The salience of ``term``; a ``name/arity`` or ``name()`` form scores at least as much
