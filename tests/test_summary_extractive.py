@@ -332,3 +332,19 @@ def test_a_key_every_output_repeats_ranks_below_the_values_it_labels() -> None:
     ranked = Salience().extend(msgs).ranked()
     assert ranked.index("T7K2QA") < ranked.index("seat_class")
     assert ranked.index("T5RP1D") < ranked.index("trip_code")
+
+
+def test_a_name_the_agent_backticked_in_what_it_wrote_counts_as_its_own_words() -> None:
+    """A plan or doc the agent wrote marks its names with backticks, as its prose does: they
+    outrank the names that are merely code in the same content."""
+    from agentscope_context_ext.core.summary import Salience
+
+    plan = "# Plan\n\n1. Add `merge_shards/2` to the store.\n2. Call it from the loader.\n"
+    code = "def load(x):\n    return parse_blob(x)\n" + "# padding\n" * 40
+    msgs = [
+        user("Plan the shard merge.", 0),
+        say("", ToolCall("w1", "write_file", {"file_path": "PLAN.md", "content": plan}), n=1),
+        say("", ToolCall("w2", "write_file", {"file_path": "src/load.py", "content": code}), n=2),
+    ]
+    salience = Salience().extend(msgs)
+    assert salience.score("merge_shards/2") > salience.score("parse_blob")

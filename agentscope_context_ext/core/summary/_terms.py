@@ -251,6 +251,11 @@ def _places(msg: Message, requested: set[str]) -> Iterable[tuple[str, str, bool]
                     yield "argument", value, False
                 else:
                     yield "content", value, False
+                    # What the agent put in backticks in what it wrote (a plan, a doc, a
+                    # docstring) it singled out as a name, as in its own prose.
+                    marked = " ".join(f"`{span}`" for span in _BACKTICKED_RE.findall(value))
+                    if marked:
+                        yield "assistant", marked, True
         elif isinstance(part, ToolResult):
             yield ("requested" if part.id in requested else "result"), part.complete_text, False
 
