@@ -15,14 +15,17 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentscope.agent import ReActAgent
-from agentscope.formatter import DashScopeChatFormatter
+from agentscope.formatter import DashScopeChatFormatter, FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg
+from agentscope.model import ChatModelBase
 from agentscope.tool import Toolkit
 
 from ..core.config import ContextConfig
 from ..core.errors import ContextOverflowError
+from ..core.events import ContextEvent
 from ..core.transcripts import (
     Record,
     ReplayResult,
@@ -60,14 +63,32 @@ async def replay_transcript(
     on_step: Callable[[StepRecord], None] | None = None,
     check_recovery: bool = True,
     show: bool = False,
+    *,
+    compaction_model: ChatModelBase | None = None,
+    compaction_formatter: FormatterBase | None = None,
+    on_event: Callable[[ContextEvent], Any] | None = None,
 ) -> ReplayResult:
     """Replay one transcript; the workspace receives its dialog and tool-result files.
 
     With ``show``, the replay agent prints each message once it is in memory (tool results as
     stage one left them) and the compaction notices: with AgentScope Studio attached, the replay
-    is a run there."""
+    is a run there.
+
+    Args:
+        compaction_model (`ChatModelBase | None`): Writes the compaction summaries (the
+            recorded turns are still played as they were); ``None``: extractive.
+        compaction_formatter (`FormatterBase | None`): The compaction model's formatter
+            (default: OpenAI's layout).
+        on_event (`Callable[[ContextEvent], Any] | None`): Receives every event of the
+            replay's manager (e.g. ``compaction_finished``, with who wrote the summary).
+    """
     started = time.perf_counter()
     config = replay_config(config, workspace, max_input_tokens, notices=show)
+    if compaction_model is not None:
+        # replay_config makes summaries extractive; a given compaction model writes them
+        config = config.model_copy(
+            update={"compaction": config.compaction.model_copy(update={"model": None})}
+        )
     agent = ReActAgent(
         name="replay",
         sys_prompt=transcript.system_prompt or "You are a helpful agent.",
@@ -76,7 +97,15 @@ async def replay_transcript(
         toolkit=Toolkit(),
     )
     agent.set_console_output_enabled(False)
-    manager = enable_context_management(agent, config)
+    manager = enable_context_management(
+        agent,
+        config,
+        compaction_model=compaction_model,
+        # the replay agent's DashScope formatter is not the compaction model's layout
+        compaction_formatter=compaction_formatter or OpenAIChatFormatter(),
+    )
+    if on_event is not None:
+        manager.subscribe(on_event)
     counter = manager.counter
     overflow_steps: set[int] = set()
     step_no = {"n": 0}

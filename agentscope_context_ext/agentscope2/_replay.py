@@ -29,11 +29,13 @@ from agentscope.agent import Agent, InjectionConfig, ReActConfig
 from agentscope.message import (
     UserMsg,
 )
+from agentscope.model import ChatModelBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 
 from ..core.config import ContextConfig
 from ..core.errors import ContextOverflowError
+from ..core.events import ContextEvent
 from ..core.transcripts import (
     Record,
     ReplayResult,
@@ -135,19 +137,36 @@ async def replay_transcript(
     on_step: Callable[[StepRecord], None] | None = None,
     check_recovery: bool = True,
     show: bool = False,
+    *,
+    compaction_model: ChatModelBase | None = None,
+    compaction_formatter: Any = None,
+    on_event: Callable[[ContextEvent], Any] | None = None,
 ) -> ReplayResult:
     """Replay one transcript on AgentScope 2.x; the workspace receives its dialog and
     tool-result files (same arguments and result as the 1.x replayer; ``show`` prints each
-    step's figures, 2.x has no Studio run to show them in)."""
+    step's figures, 2.x has no Studio run to show them in).
+
+    Args:
+        compaction_model (`ChatModelBase | None`): Writes the compaction summaries (the
+            recorded turns are still played by the scripted model); ``None``: extractive.
+        compaction_formatter: 1.x's argument; a 2.x model formats its own input.
+        on_event (`Callable[[ContextEvent], Any] | None`): Receives every event of the
+            replay's manager (e.g. ``compaction_finished``, with who wrote the summary).
+    """
     started = time.perf_counter()
     config = replay_config(config, workspace, max_input_tokens, notices=show)
+    if compaction_model is not None:
+        # replay_config makes summaries extractive; a given compaction model writes them
+        config = config.model_copy(
+            update={"compaction": config.compaction.model_copy(update={"model": None})}
+        )
     records = [m for m in transcript.messages if isinstance(m, Record)]
     if len(records) != len(transcript.messages):
         raise TypeError("on AgentScope 2.x a transcript holds replay Records (load_transcripts)")
     play = _play(records)
     replies = [list(said) for _, said in play.turns]
     turn = [0]
-    middleware = ContextMiddleware(config)
+    middleware = ContextMiddleware(config, compaction_model=compaction_model)
     steps: list[StepRecord] = []
     previous: list[str] | None = None
     hooks_before = [0.0]
@@ -208,6 +227,8 @@ async def replay_transcript(
             overflows[0] += 1
 
     manager.subscribe(count_overflow)
+    if on_event is not None:
+        manager.subscribe(on_event)
     result.original_tokens = sum(manager.counter.count_text(t) for t in play.texts) + sum(
         manager.counter.count_text(t) for t in play.results.values()
     )

@@ -9,6 +9,12 @@ share our summary keeps, the share the compaction model's input keeps (an LLM su
 keep what it is shown), and the share ``search_dialog`` finds in the saved dialog (what the
 agent can still reach when the summary lost it). Containment is :func:`mentions`: whole names,
 not pieces of longer ones.
+
+The summary is extractive by default; given a ``compaction_model``, the replay's one compaction
+asks that model (the package's own summary prompt, through the real ``SummaryWriter``) while the
+conversation is still played from the recording. The window is found with extractive summaries
+either way: when compaction triggers does not depend on the summary's text, and the bisection
+would otherwise call the model a dozen times.
 """
 
 from __future__ import annotations
@@ -57,6 +63,18 @@ class FidelityResult:
     summary_tokens: int = 0
     reference_tokens: int = 0
     summary_text: str = ""
+    summary_source: str = ""
+    """Who wrote the summary: ``llm`` (the compaction model) or ``extractive`` (no model, or
+    the package's fallback when the model's answers failed); empty when nothing compacted."""
+    model_attempts: int = 0
+    """Calls made to the compaction model for this summary."""
+    model_failures: int = 0
+    """Of those, the calls that failed (an error, or an answer that is not a summary)."""
+
+    @property
+    def model_written(self) -> bool:
+        """The summary is the compaction model's (it did not fall back to extraction)."""
+        return self.summary_source == "llm"
 
     def share(self, missing: Sequence[str]) -> float:
         """Share of the identifiers not in ``missing``."""
@@ -65,7 +83,7 @@ class FidelityResult:
         return round(1 - len(missing) / len(self.identifiers), 4)
 
     def as_dict(self) -> dict:
-        """The figures (without the texts)."""
+        """The figures (without the texts; who wrote the summary is :attr:`summary_source`)."""
         return {
             "transcript": self.name,
             "window": self.window,
@@ -118,6 +136,8 @@ async def summary_fidelity(
     *,
     window: int | None = None,
     precision: float = 0.01,
+    compaction_model: Any = None,
+    compaction_formatter: Any = None,
 ) -> FidelityResult:
     """Replay ``messages``, compact once as late as possible, and compare with ``reference``.
 
@@ -127,8 +147,15 @@ async def summary_fidelity(
             ``claude_code_records(path, until_line=...)``).
         reference (`str`): The reference summary (e.g. Claude Code's).
         config (`ContextConfig | None`): The configuration to replay with (default: defaults).
-        window (`int | None`): The window; ``None`` finds the largest that compacts once.
+        window (`int | None`): The window; ``None`` finds the largest that compacts once
+            (always with extractive summaries, see the module's docstring).
         precision (`float`): Bisection precision of that search.
+        compaction_model (`ChatModelBase | None`): The installed AgentScope's model that
+            writes the scored replay's summary (e.g. ``installed.build_model(settings)[0]``);
+            ``None``: the extractive summary. When every answer fails, the package falls back
+            to extraction: ``summary_source`` says so.
+        compaction_formatter (`FormatterBase | None`): That model's formatter (1.x; a 2.x
+            model formats its own input).
     """
     config = config or ContextConfig()
     counter = get_token_counter("qwen")
@@ -138,8 +165,18 @@ async def summary_fidelity(
                 messages, config, precision=precision, workspace=Path(scratch)
             )
         workspace = Path(scratch) / "final"
+        finished: list[Any] = []
         replay = await installed.replay_transcript(
-            Transcript(name, messages), config, workspace, window, check_recovery=False
+            Transcript(name, messages),
+            config,
+            workspace,
+            window,
+            check_recovery=False,
+            compaction_model=compaction_model,
+            compaction_formatter=compaction_formatter,
+            on_event=lambda event: (
+                finished.append(event) if event.type == "compaction_finished" else None
+            ),
         )
         dialog = installed.open_dialog(workspace)
         compacted = [record.msg for record in dialog.iter_records(newest_first=False)]
@@ -164,6 +201,14 @@ async def summary_fidelity(
             reference_tokens=counter.count_text(reference),
             summary_text=summary,
         )
+        if finished:  # the summary.md read above is the last compaction's
+            last = finished[-1]
+            result.summary_source = last.summary_source
+            result.model_attempts = sum(event.model_attempts for event in finished)
+            # without a model the writer records "no compaction model": no call that failed
+            result.model_failures = sum(
+                min(event.model_failures, event.model_attempts) for event in finished
+            )
         for identifier in summary_identifiers(reference):
             if not mentions(corpus, identifier):
                 result.not_in_compacted.append(identifier)
