@@ -67,7 +67,7 @@ DEFINITION_RE = re.compile(
     r"func|interface|struct|enum|trait|impl|type|module|macro|sub|procedure)\s+"
     r"(?P<name>[A-Za-z_][\w.!?:]*)"
     r"|^\s*(?:export\s+)?(?:const|let|var)\s+(?P<js>[A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:\(|function)"
-    r"|^\s*(?P<dsl>[a-z_]\w*\s+:[a-z_]\w*)\s+do\b"  # computer :transcript_view do (Elixir/Ruby)
+    r"|^\s*(?P<dsl>[a-z_]\w*\s+:[a-z_]\w*)\s+do\b"  # task :build do (Elixir/Ruby DSL blocks)
 )
 _IMPORT_RE = re.compile(
     r"^\s*(?:use|import|alias|require|include|using|from\s+[\w.]+\s+import)\s+[\w.{}, :*]+"
@@ -120,7 +120,7 @@ def gist(text: str) -> str | None:
 
 def definitions(content: str, include_imports: bool = False) -> list[str]:
     """Lines of ``content`` that define something (``def``, ``class``, ``function``, ``defmodule``,
-    ``computer :name do``, ...), as ``kind name``; with ``include_imports``, also ``use``/
+    ``task :name do``, ...), as ``kind name``; with ``include_imports``, also ``use``/
     ``import``/``alias`` lines and ``@attribute value`` lines, verbatim."""
     found: list[str] = []
     for raw in content.splitlines():

@@ -1,7 +1,7 @@
 """Code-like terms of a conversation and how much they matter (pure functions).
 
 A *term* is something a handover must keep verbatim: a file path, a function or module name, an
-``@attribute``, a ``name/arity``, an issue id like ``spotter-dov.1``, or a span the user or the
+``@attribute``, a ``name/arity``, an issue id like ``proj-a1x.2``, an opaque id like ``4WQ150``, or a span the user or the
 agent put in backticks. Terms are found with a few language-neutral patterns (they do not
 depend on the conversation's human language), and ranked by *salience*: how often, and by
 whom, a term is used. A term the user wrote or the agent acted on (a path it edited, a name in
@@ -56,8 +56,8 @@ SOURCE_WEIGHTS = {
 }
 """Weight of one message's use of a term, by where the term appears: the user's words, the
 agent's prose, a short tool argument (a path, a command), the agent's thinking, long tool
-arguments (file contents, edits), the output of a call the user asked for (``Run bd show
-X`` -> the output of ``bd show X``: the task's own description), other tool output, a
+arguments (file contents, edits), the output of a call the user asked for (``Run gh issue view
+42`` -> the output of ``gh issue view 42``: the task's own description), other tool output, a
 framework's reminder (what a hook or the framework reported, like tool output). A file path
 counts double: it is the identifier an agent most often needs again verbatim."""
 
@@ -75,7 +75,7 @@ def code_terms(text: str, *, prose: bool) -> frozenset[str]:
     Args:
         text (`str`): Any text.
         prose (`bool`): Text written by a person or the agent: hyphenated words count only when
-            they carry a digit or a dot (``spotter-dov.1``, not ``well-known``). In code and
+            they carry a digit or a dot (``proj-a1x.2``, not ``well-known``). In code and
             tool output every hyphenated id counts. Backticked spans count everywhere.
     """
     # The same texts are read by the salience, the work log and the model input of one
@@ -113,8 +113,8 @@ def _code_terms(text: str, prose: bool) -> frozenset[str]:
 def mentions(text: str, term: str) -> bool:
     """Whether ``text`` contains ``term`` as a whole: not as the middle of a longer name.
 
-    ``load_transcript`` is not mentioned by ``load_transcripts``; ``mount_computers`` is
-    mentioned by ``mount_computers/2``. A boundary is only required where ``term`` itself
+    ``load_config`` is not mentioned by ``load_configs``; ``parse_row`` is mentioned by
+    ``parse_row/2``. A boundary is only required where ``term`` itself
     begins or ends with a word character.
     """
     if not term:
@@ -261,8 +261,8 @@ def _places(msg: Message, requested: set[str]) -> Iterable[tuple[str, str, bool]
 
 
 def _asked_for(call: ToolCall, requests: Sequence[str]) -> bool:
-    """Whether a user message named this call: most of its command (``bd show spotter-dov`` for
-    ``bd show spotter-dov.1``), or the file name it reads."""
+    """Whether a user message named this call: most of its command (``gh issue view 42`` for
+    ``gh issue view 42 --comments``), or the file name it reads."""
     for key in _COMMAND_KEYS:
         value = call.arguments.get(key)
         if isinstance(value, str) and value.strip():
