@@ -272,6 +272,11 @@ def test_opaque_ids_that_mix_letters_and_digits_are_names() -> None:
     found = code_terms("booked JG7FMM and 2FBBAH on HAT028 after a3f9c21, in 100ms", prose=True)
     assert {"JG7FMM", "2FBBAH", "HAT028", "a3f9c21"} <= found
     assert "100ms" not in found
+    # pieces of longer tokens are not ids: a UUID's groups, a timestamp's milliseconds
+    noise = code_terms(
+        "at 2026-01-02T10:11:12.040Z id 9f1c2b3a-41de-4a2b-8c7d-0e1f2a3b4c5d", prose=False
+    )
+    assert not {"040Z", "41de", "4a2b", "8c7d"} & noise
     msgs = [
         user("Please look up my bookings.", 0),
         say("", ToolCall("c1", "get_user", {"user_id": "mia_li_3668"}), n=1),

@@ -29,8 +29,13 @@ _IDENT = r"([@$]?[A-Za-z_][\w!?]*(?:(?:\.|::|->|#)[A-Za-z_][\w!?]*)*(?:/\d+|\(\)
 _KEBAB = r"([a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)*)"
 _URL = r"(https?://[^\s'\"<>()\[\]`]+[^\s'\"<>()\[\]`.,;:])"
 # An opaque id mixes letters and digits (``HAT028``, ``2FBBAH``, ``a3f9c21``): a record, a
-# commit, a ticket the work refers to verbatim. Not a number with a unit (``100ms``).
-_ALNUM_ID = r"\b((?=[a-zA-Z]*\d)(?=\d*[a-zA-Z])(?!\d+[a-z]{1,3}\b)[A-Za-z0-9]{4,40})\b"
+# commit, a ticket the work refers to verbatim. Not a number with a unit (``100ms``), not a
+# piece of a longer token (a UUID's groups, a timestamp's ``040Z``), not an encoded blob (over
+# 16 characters, unless hexadecimal like a commit hash).
+_ALNUM_ID = (
+    r"(?<![\w.:/-])((?=[a-zA-Z]*\d)(?=\d*[a-zA-Z])(?!\d+[a-z]{1,3}\b)"
+    r"(?:[0-9a-f]{7,40}|[A-Za-z0-9]{4,16}))(?![\w-])"
+)
 _BACKTICKED_RE = re.compile(_BACKTICKED)
 _TERM_RE = re.compile(f"{_URL}|{_PATH}|{_KEBAB}|{_ALNUM_ID}|{_IDENT}")
 _MIN_LEN, _MAX_LEN = 3, 160
