@@ -257,7 +257,7 @@ def test_demo_with_studio_url_sends_its_traces(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "demo" / "report.json").read_text())
     names = Counter(s.name for s in spans)
     assert names["invoke_agent explorer"] == 1
-    assert names["context.compact"] == report["compactions"] >= 2
+    assert names["context.compact"] == report["compactions"] >= 1
     assert names["context.truncate"] == report["truncations"] + report["retruncations"]
     assert sum(n for name, n in names.items() if name.startswith("chat ")) == report["steps"]
     assert {s.service for s in spans} == {"demo-test"}

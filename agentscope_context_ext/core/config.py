@@ -242,6 +242,8 @@ class ContextConfig(_Section):
     """Token counter; ``auto`` picks by model name (Qwen vocabulary, tiktoken, bytes/4)."""
     media_token_cost: int = Field(1280, ge=0)
     """Tokens counted for each image, audio or video block."""
+    prompt_cache_price: float = Field(0.1, ge=0.0, le=1.0)
+    """Price of a cached prompt token as a share of a full one (1.0: no caching); sets when to compact."""
     calibrate_with_usage: bool = False
     """Use the provider's reported input tokens as the base of the next count."""
     notices: bool = True

@@ -4,7 +4,7 @@ A real agent of the installed AgentScope (a 2.x ``Agent`` with the ``ContextMidd
 1.x ``ReActAgent``) with real tools (``read_file``, ``list_dir``, ``grep``, all confined to the
 explored folder; by default the installed AgentScope package) explores the folder, driven by
 a scripted plan shipped in the package. The window is small enough that stage-one truncation,
-stage-two re-truncation and several compactions happen; compaction summaries are extractive.
+stage-two re-truncation and compaction happen; compaction summaries are extractive.
 Progress is shown live; ``report.md``, ``report.json`` and ``tokens.png`` go to the output folder.
 """
 

@@ -9,6 +9,7 @@ from ._faults import SaveFault, SaveFaults
 from ._offer import DIALOG_TOOL_NAMES, ToolOffer, tool_name
 from ._pipeline import ContextPipeline, PipelineParts
 from ._port import ContextPort, SavedText
+from ._prefix_cost import PrefixCost
 from ._prompt_counter import PromptCounter
 from ._slots import (
     ResultChange,
@@ -34,6 +35,7 @@ __all__ = [
     "ContextPort",
     "CutItem",
     "PipelineParts",
+    "PrefixCost",
     "PromptCount",
     "PromptCounter",
     "ResultChange",

@@ -11,6 +11,7 @@ from ._faults import SaveFaults
 from ._offer import ToolOffer
 from ._pipeline import ContextPipeline, Notify, PipelineParts
 from ._port import ContextPort
+from ._prefix_cost import PrefixCost
 from ._prompt_counter import PromptCounter
 from ._stage_two import StageTwo
 from ._summary_writer import CallModel, SummaryWriter
@@ -88,6 +89,9 @@ def build_pipeline(
         faults=faults,
     )
     guard = WindowGuard(config, port, count, truncator, stage_two, bus, window)
+    cost = PrefixCost(
+        config.prompt_cache_price, window, config.compaction.keep_recent_ratio, counter.exact
+    )
     parts = PipelineParts(
         config,
         port,
@@ -104,5 +108,6 @@ def build_pipeline(
         faults,
         guard,
         offer,
+        cost,
     )
     return ContextPipeline(parts)

@@ -46,6 +46,7 @@ from ._compaction import Compaction
 from ._faults import SaveFaults
 from ._offer import ToolOffer, tool_name
 from ._port import ContextPort
+from ._prefix_cost import PrefixCost
 from ._prompt_counter import PromptCounter
 from ._slots import ResultChange, ResultSlot, outcome_data
 from ._stage_two import StageTwo
@@ -78,6 +79,7 @@ class PipelineParts:
     faults: SaveFaults
     guard: WindowGuard
     offer: ToolOffer
+    cost: PrefixCost
 
 
 class ContextPipeline:
@@ -94,6 +96,7 @@ class ContextPipeline:
         self.offered_tools = parts.offer
         """``pipeline.offered_tools(schemas)``: the schemas the model should be shown now."""
         self.counted_tools: tuple[str, ...] | None = None
+        self._cost_epoch: int | None = None
         """Names of the tools the last count before a model call was made with."""
 
     @property
@@ -115,24 +118,51 @@ class ContextPipeline:
         if stage_two.eager:
             await stage_two.run()
         count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
+        cost = self._cost()
+        memo = self.parts.compaction.writer.budget_tokens
+        # Where compacting is cheapest (§4.5): the trigger, or later under prompt caching.
+        point = cost.compaction_point(count, memo)
         if not stage_two.eager:
-            due = count.total > self.trigger_tokens
-            if await stage_two.run(force=due):
+            due = count.total > point
+            # Past the trigger the compaction is near: a batch of stage two waits for it (the
+            # compaction re-reads the prompt anyway) instead of breaking the prefix first.
+            waiting = not due and count.total > self.trigger_tokens
+            if not waiting and await stage_two.run(force=due):
                 count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
-        if self.config.compaction.enabled and count.total > self.trigger_tokens:
+                point = cost.compaction_point(count, memo)
+        compactions = self.bus.stats.compactions
+        if self.config.compaction.enabled and count.total > point:
             count = await self.parts.compaction.run(sys_prompt, tools, count)
-        return await self._within_window(sys_prompt, tools, count)
+        compacted = self.bus.stats.compactions != compactions
+        if compacted:
+            cost.after_compaction = count.total
+        count = await self._within_window(sys_prompt, tools, count, above=point)
+        cost.observe(count.total, compacted)
+        return count
+
+    def _cost(self) -> PrefixCost:
+        """The cost model, started over when the port was loaded (another conversation)."""
+        cost = self.parts.cost
+        if self.port.epoch != self._cost_epoch:
+            self._cost_epoch = self.port.epoch
+            cost.forget()
+        return cost
 
     async def _within_window(
-        self, sys_prompt: str, tools: list[dict] | None, count: PromptCount
+        self,
+        sys_prompt: str,
+        tools: list[dict] | None,
+        count: PromptCount,
+        above: int | None = None,
     ) -> PromptCount:
-        """The last steps before a call: fit the window, or refuse (design §4.3)."""
+        """The last steps before a call: fit under ``above`` (the compaction point; default
+        the trigger) and the window, or refuse (design §4.3)."""
         guard = self.parts.guard
-        count = await guard.fit(sys_prompt, tools, count)
+        count = await guard.fit(sys_prompt, tools, count, above)
         await self._report_faults()
         if self.parts.faults.open and count.total > self.parts.window.tokens:
             await self._refuse(sys_prompt, tools)
-        await guard.check(sys_prompt, tools, count)
+        await guard.check(sys_prompt, tools, count, above)
         self.counted_tools = tuple(tool_name(tool) for tool in self.offered_tools(tools))
         return count
 

@@ -81,10 +81,21 @@ class WindowGuard:
         self._overflow_state: tuple[int, int] | None = None
 
     async def fit(
-        self, sys_prompt: str, tools: list[dict] | None, count: PromptCount
+        self,
+        sys_prompt: str,
+        tools: list[dict] | None,
+        count: PromptCount,
+        above: int | None = None,
     ) -> PromptCount:
-        """Steps 1-3 above, each only while the prompt is still too big; the new count."""
-        trigger, window = self.window.trigger_tokens, self.window.tokens
+        """Steps 1-3 above, each only while the prompt is still too big; the new count.
+
+        Args:
+            above (`int | None`): The size the prompt is fitted under: the compaction point
+                (past the trigger when prompt caching makes waiting cheaper); default the
+                trigger.
+        """
+        window = self.window.tokens
+        trigger = self.window.trigger_tokens if above is None else above
         if count.total <= trigger or not self.config.truncation.enabled:
             return count
         # The newest step's images stay for now (the model asked for them; step 2 takes them
@@ -97,10 +108,17 @@ class WindowGuard:
             count = await self._offload_user_texts(sys_prompt, tools, count, window)
         return count
 
-    async def check(self, sys_prompt: str, tools: list[dict] | None, count: PromptCount) -> None:
+    async def check(
+        self,
+        sys_prompt: str,
+        tools: list[dict] | None,
+        count: PromptCount,
+        above: int | None = None,
+    ) -> None:
         """Refuse a prompt over the window (:class:`ContextOverflowError` and an ``error``
-        event, before any model call); report one over the trigger once per state."""
-        if count.total <= self.window.trigger_tokens:
+        event, before any model call); report one over the trigger (or ``above``, the
+        compaction point) once per state."""
+        if count.total <= (self.window.trigger_tokens if above is None else above):
             self._overflow_state = None
             return
         if count.estimated:
