@@ -49,6 +49,7 @@ from agentscope_context_ext.replay import (
     summary_fidelity,
 )
 
+from . import b7_other_transcripts
 from ._data import transcripts_dir
 
 TITLE = "summary fidelity at Claude Code's own compaction point"
@@ -140,6 +141,12 @@ def run(
         and r["search_share"] == 1.0
         for r in rows
     )
+    # Without a reference summary: the names the rest of each conversation uses again (Claude
+    # Code, SWE-agent, tau-bench), so a change that raises the two sessions above is seen to
+    # generalise or not. Reported beside the target, not part of it.
+    if progress is not None:
+        progress("B7 other transcripts: names used again after the compaction")
+    others = b7_other_transcripts.run(quick=quick)
     return {
         "id": "B7",
         "what": TITLE,
@@ -147,6 +154,7 @@ def run(
         "worst_summary_share": min((r["summary_share"] for r in rows), default=0.0),
         "worst_input_share": min((r["input_share"] for r in rows), default=0.0),
         "worst_search_share": min((r["search_share"] for r in rows), default=0.0),
+        "other_transcripts": others,
         "target": "summary >= 85% at <= Claude Code's length; model input >= 97%; search 100%",
         "target_met": met,
     }
@@ -177,6 +185,13 @@ def table(record: dict) -> str:
     ]
     if missing:
         lines += ["", "Not in our summary (still in the saved dialog):", *missing]
+    if record.get("other_transcripts"):
+        lines += [
+            "",
+            f"{b7_other_transcripts.TITLE} (no target):",
+            "",
+            b7_other_transcripts.table(record["other_transcripts"]),
+        ]
     return "\n".join(lines)
 
 
