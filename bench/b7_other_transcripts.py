@@ -21,10 +21,8 @@ import logging
 import math
 import re
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from agentscope_context_ext import ContextConfig
 from agentscope_context_ext.adapter import installed
@@ -41,6 +39,7 @@ from agentscope_context_ext.replay import (
 )
 
 from ._data import transcripts_dir
+from ._replayed import strings_of
 
 TITLE = "summary identifiers the rest of the conversation uses again (other transcripts)"
 
@@ -111,13 +110,13 @@ def cases(quick: bool = False) -> list[Case]:
             )
             head = point.summary.strip()[:200]
             # the summary Claude Code wrote is not a use of a name by the work
-            after = [r for r in everything[len(before) : end] if head not in _text(r.content)]
+            after = [r for r in everything[len(before) : end] if head not in strings_of(r.content)]
             found.append(Case(f"{path.name[:8]}#{index + 1}", "claude-code", before, after))
     for path in sorted((root / "swe-agent").glob("*.traj")):
         for transcript in load_transcripts(path):
             found.append(_cut(transcript, "swe-agent"))
     tau = load_transcripts(root / "tau-bench" / "gpt-4o-airline.json")
-    tau.sort(key=lambda t: -sum(len(_text(r.content)) for r in t.messages))
+    tau.sort(key=lambda t: -sum(len(strings_of(r.content)) for r in t.messages))
     found += [_cut(t, "tau-bench") for t in tau[: 2 * (3 if quick else TAU_LONGEST)]]
     if quick:
         found = [c for c in found if c.kind != "claude-code"] + [
@@ -145,7 +144,7 @@ async def measure(case: Case, precision: float = 0.03) -> dict:
         corpus = "\n".join(v.raw_text() for v in installed.to_views(compacted, store.read_text))
         summary_file = workspace / "summary.md"
         summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
-    later = "\n".join(_text(r.content) for r in case.after)
+    later = "\n".join(strings_of(r.content) for r in case.after)
     reference = [name for name in identifiers(corpus, case.kind) if mentions(later, name)]
     missing = [name for name in reference if not kept(summary, name)]
     return {
@@ -219,17 +218,6 @@ def _cut(transcript: Transcript, kind: str) -> Case:
 def _pooled(rows: list[dict]) -> float:
     total = sum(r["identifiers"] for r in rows)
     return round(sum(r["kept"] for r in rows) / total, 4) if total else 1.0
-
-
-def _text(value: Any) -> str:
-    """Every string in a record's content, joined."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return "\n".join(_text(v) for v in value.values())
-    if isinstance(value, Iterable):
-        return "\n".join(_text(v) for v in value)
-    return ""
 
 
 if __name__ == "__main__":

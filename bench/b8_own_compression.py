@@ -51,6 +51,7 @@ from typing import Any
 
 from ._data import shared_files, transcripts_dir
 from ._major import agentscope_major, agentscope_version
+from ._replayed import assistant_blocks, replayed_tool, strings_of
 
 TITLE = "cost under prompt caching: ours, 2.x's own compression, QwenPaw's Scroll"
 TARGET = (
@@ -221,29 +222,11 @@ def _exactly_counted() -> type:
     return ExactlyCounted
 
 
-def _blocks(blocks: list[dict]) -> list[Any]:
-    from agentscope.message import TextBlock, ThinkingBlock, ToolCallBlock
-
-    made: list[Any] = []
-    for block in blocks:
-        if block["type"] == "text":
-            made.append(TextBlock(text=block["text"]))
-        elif block["type"] == "thinking" and block["thinking"]:
-            made.append(ThinkingBlock(thinking=block["thinking"]))
-        elif block["type"] == "tool_use":
-            arguments = block["input"]
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments, ensure_ascii=False)
-            made.append(ToolCallBlock(id=block["id"], name=block["name"], input=arguments))
-    return made
-
-
 async def _run(script: _Script, mode: str, workdir: Path, window: int) -> _Run:
     """Replay ``script`` through a real 2.x ``Agent`` in ``mode`` at ``window``."""
     from agentscope.agent import Agent, ContextConfig, InjectionConfig, ReActConfig
     from agentscope.message import UserMsg
-    from agentscope.permission import PermissionBehavior, PermissionDecision
-    from agentscope.tool import FunctionTool, Toolkit
+    from agentscope.tool import Toolkit
 
     from agentscope_context_ext import ContextConfig as OurConfig
     from agentscope_context_ext.agentscope2 import ContextMiddleware, to_views
@@ -272,26 +255,14 @@ async def _run(script: _Script, mode: str, workdir: Path, window: int) -> _Run:
             }
         queue = replies[turn[0]]
         while queue:
-            blocks = _blocks(queue.pop(0))
+            blocks = assistant_blocks(queue.pop(0))
             if blocks:
                 return blocks
         return "ok"
 
-    def make_tool(name: str) -> FunctionTool:
-        async def replayed(**kwargs: Any) -> str:
-            return outputs[name].pop(0) if outputs.get(name) else ""
-
-        return FunctionTool(
-            replayed,
-            name=name,
-            description=f"replayed {name}",
-            input_schema={"type": "object", "properties": {}, "additionalProperties": True},
-            permission=PermissionDecision(behavior=PermissionBehavior.ALLOW, message="replay"),
-        )
-
     model_class = _exactly_counted() if mode == EXACT else ScriptedChatModel
     model = model_class(respond, context_size=window)
-    tools = [make_tool(name) for name in outputs]
+    tools = [replayed_tool(name, outputs) for name in outputs]
     workspace = workdir / "ws"
     kwargs: dict[str, Any] = {}
     middleware = None
@@ -434,7 +405,7 @@ async def _row(
     # What the agent itself can reach: the workspace only through tools that read it.
     reach = corpus if run.readers else _corpus(run.agent, None)
     reachable = sum(1 for text in script.originals if text in reach)
-    last = _text_of(prompts[-1]) if prompts else ""
+    last = strings_of(prompts[-1]) if prompts else ""
     return {
         "prompts": len(prompts),
         "over": sum(t > window for t in tokens),
@@ -452,18 +423,6 @@ async def _row(
         "identifiers": len(names),
         "identifiers_found": sum(1 for ident in names if ident in last),
     }
-
-
-def _text_of(value: Any) -> str:
-    """Every string in a formatted prompt, joined (not its JSON: escaping would hide a name
-    with a quote or a backslash in it)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return "\n".join(_text_of(item) for item in value.values())
-    if isinstance(value, list):
-        return "\n".join(_text_of(item) for item in value)
-    return ""
 
 
 def _tau_identifiers(traj: list[dict]) -> list[str]:
@@ -533,7 +492,7 @@ async def _claude_row(name: str, script: _Script, reference: str, mode: str, win
             views = to_views(last.msgs[1:-1])
         corpus = "\n".join(view.raw_text() for view in views)
         summary = run.agent.state.summary if isinstance(run.agent.state.summary, str) else ""
-        prompt = _text_of(run.prompts()[-1])
+        prompt = strings_of(run.prompts()[-1])
         compactions = run.compactions
     conversation = "\n".join(script.originals)
     names = [n for n in summary_identifiers(reference) if mentions(conversation, n)]
@@ -667,7 +626,7 @@ def _qwenpaw(
             orphans += prompt_pair_violations(messages, ids)
         corpus = set(result["corpus"])
         found = sum(1 for text in script.originals if text in corpus)
-        last = _text_of(calls[-1][0]) if calls else ""
+        last = strings_of(calls[-1][0]) if calls else ""
         summaries = [c for c in result["calls"] if c["summary"]]
         row = {
             "prompts": len(calls),

@@ -78,6 +78,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._replayed import assistant_blocks, replayed_tool
+
 ENV_PYTHON = "ACE_QWENPAW_PYTHON"
 """The environment variable naming the QwenPaw venv's python."""
 DEFAULT_PYTHON = Path("/work/venv-qwenpaw/bin/python")
@@ -395,24 +397,6 @@ def _message_text(msg: Any) -> str:
     return "\n".join(getattr(block, "text", "") or "" for block in content)
 
 
-def _blocks(blocks: list[dict]) -> list[Any]:
-    """B8's recorded assistant blocks as 2.0.10 content blocks (as B8's ``_blocks``)."""
-    from agentscope.message import TextBlock, ThinkingBlock, ToolCallBlock
-
-    made: list[Any] = []
-    for block in blocks:
-        if block["type"] == "text":
-            made.append(TextBlock(text=block["text"]))
-        elif block["type"] == "thinking" and block.get("thinking"):
-            made.append(ThinkingBlock(thinking=block["thinking"]))
-        elif block["type"] == "tool_use":
-            arguments = block["input"]
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments, ensure_ascii=False)
-            made.append(ToolCallBlock(id=block["id"], name=block["name"], input=arguments))
-    return made
-
-
 def _strings(value: Any, into: list[str]) -> None:
     """Every string in ``value`` (dicts, lists), except block types and ids."""
     if isinstance(value, str):
@@ -486,8 +470,7 @@ async def _replay(
 
     from agentscope.agent import ReActConfig
     from agentscope.message import UserMsg
-    from agentscope.permission import PermissionBehavior, PermissionDecision
-    from agentscope.tool import FunctionTool, Toolkit
+    from agentscope.tool import Toolkit
     from qwenpaw.agents.context.scroll.prompt import build_scroll_system_prompt
     from qwenpaw.agents.context.types import ContextWindowUnfitError
     from qwenpaw.agents.react_agent import QwenPawAgent
@@ -519,22 +502,10 @@ async def _replay(
             return scroll_summary(_message_text(call.msgs[-1]), summary_tokens)
         queue = replies[turn[0]]
         while queue:
-            blocks = _blocks(queue.pop(0))
+            blocks = assistant_blocks(queue.pop(0))
             if blocks:
                 return blocks
         return "ok"
-
-    def make_tool(name: str) -> Any:
-        async def replayed(**kwargs: Any) -> str:
-            return outputs[name].pop(0) if outputs.get(name) else ""
-
-        return FunctionTool(
-            replayed,
-            name=name,
-            description=f"replayed {name}",
-            input_schema={"type": "object", "properties": {}, "additionalProperties": True},
-            permission=PermissionDecision(behavior=PermissionBehavior.ALLOW, message="replay"),
-        )
 
     workspace = tmp / "workspace"
     workspace.mkdir(parents=True)
@@ -586,7 +557,7 @@ async def _replay(
         name="b8",
         model=model,
         system_prompt=(script["system"] + "\n\n" + build_scroll_system_prompt("en")).strip(),
-        toolkit=Toolkit(tools=[make_tool(name) for name in outputs] + recall_tools),
+        toolkit=Toolkit(tools=[replayed_tool(name, outputs) for name in outputs] + recall_tools),
         react_config=ReActConfig(max_iters=1000),
         middlewares=AgentBuilder._build_middlewares(ctx, config),
         agent_config=config,
