@@ -111,6 +111,10 @@ def system_of(request: dict) -> str:
     return "\n".join(parts)
 
 
+AT_THE_TRIGGER = ContextConfig(prompt_cache_price=1.0)
+"""Compaction at the trigger: the synthetic conversation's compacted part is then known."""
+
+
 async def test_the_scored_summary_is_the_model_s_answer_to_the_package_s_prompt() -> None:
     with ModelServer("openai", lambda request: Reply(ANSWER)) as server:
         model, formatter = build_model(model_settings(server.url, "loopback-summarizer"))
@@ -118,7 +122,7 @@ async def test_the_scored_summary_is_the_model_s_answer_to_the_package_s_prompt(
             "synthetic",
             conversation(),
             REFERENCE,
-            ContextConfig(),
+            AT_THE_TRIGGER,
             window=4096,
             compaction_model=model,
             compaction_formatter=formatter,
@@ -144,7 +148,7 @@ async def test_the_scored_summary_is_the_model_s_answer_to_the_package_s_prompt(
     assert result.share(result.missing_from_search) == 1.0
     # the extractive summary of the same replay keeps neither helper the model wrote down
     extractive = await summary_fidelity(
-        "synthetic", conversation(), REFERENCE, ContextConfig(), window=4096
+        "synthetic", conversation(), REFERENCE, AT_THE_TRIGGER, window=4096
     )
     assert extractive.summary_source == "extractive" and not extractive.model_written
     assert extractive.model_attempts == 0

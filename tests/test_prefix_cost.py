@@ -27,25 +27,36 @@ def _count(total: int, system: int = 1_000, tools: int = 500) -> PromptCount:
 def _cost(price: float, growth: list[int]) -> PrefixCost:
     cost = PrefixCost(price, Window(WINDOW, 0.8), keep_recent_ratio=0.3)
     sent = 3_000
-    cost.observe(sent, compacted=False)
+    cost.observe(_count(sent), compacted=False)
     for step in growth:
         sent += step
-        cost.observe(sent, compacted=False)
+        cost.observe(_count(sent), compacted=False)
     return cost
 
 
 def test_without_caching_or_with_an_estimated_count_the_point_is_the_trigger() -> None:
     assert _cost(1.0, [100] * 5).compaction_point(_count(8_100), 500) == 8_000
-    estimated = PrefixCost(0.1, Window(WINDOW, 0.8), keep_recent_ratio=0.3, exact=False)
-    estimated.observe(3_000, compacted=False)
-    estimated.observe(3_100, compacted=False)
+    estimated = PrefixCost(0.1, Window(WINDOW, 0.8), keep_recent_ratio=0.3, can_wait=False)
+    estimated.observe(_count(3_000), compacted=False)
+    estimated.observe(_count(3_100), compacted=False)
     assert estimated.compaction_point(_count(8_100, system=3_000, tools=1_000), 500) == 8_000
 
 
-def test_before_the_pace_is_known_the_decision_waits_within_the_limit() -> None:
-    # A conversation just loaded may have been waiting past the trigger: it is not compacted
-    # on its first call for want of history.
-    assert _cost(0.1, []).compaction_point(_count(8_100), 500) == int(DEFER_LIMIT_SHARE * WINDOW)
+def test_before_the_pace_is_known_the_point_is_the_trigger() -> None:
+    # A new or just loaded conversation (nothing cached at the provider), or counts that were
+    # only bounds: waiting blind could leave no room for the next step.
+    assert _cost(0.1, []).compaction_point(_count(8_100), 500) == 8_000
+    bounded = _cost(0.1, [])
+    bounded.observe(PromptCount(1_000, 0, 2_000, 500, estimated=True), compacted=False)
+    bounded.observe(PromptCount(1_000, 0, 2_100, 500, estimated=True), compacted=False)
+    assert bounded.growth is None
+
+
+def test_the_limit_leaves_room_for_the_largest_recent_step() -> None:
+    # 1.x answers after max_iters without a run of the pipeline: one more step must fit.
+    cost = _cost(0.1, [100, 100, 900, 100])
+    count = _count(8_100, system=3_000, tools=1_000)
+    assert cost.compaction_point(count, 500) == WINDOW - 900
 
 
 def test_little_room_at_the_trigger_under_cheap_caching_waits_until_near_the_window() -> None:
@@ -82,7 +93,7 @@ def test_one_large_read_does_not_set_the_pace() -> None:
 
 def test_a_compaction_is_not_growth_and_a_new_conversation_starts_over() -> None:
     cost = _cost(0.1, [100, 100])
-    cost.observe(4_000, compacted=True)  # the prompt shrank: a compaction, not growth
+    cost.observe(_count(4_000), compacted=True)  # the prompt shrank: a compaction, not growth
     assert cost.growth == 100
     cost.after_compaction = 4_000
     cost.forget()

@@ -192,9 +192,9 @@ async def test_the_summarizer_of_a_served_turn_writes_the_agents_memory_before_t
 
     memory = {"enabled": True, "consolidation_time": "off"}
     model = ScriptedChatModel(script)
-    service = Worker(
-        tmp_path / "agent-1", context_middleware_factory(config(long_term_memory=memory)), model
-    )
+    # Compaction at the trigger (no prompt caching): these turns are about what follows one.
+    settings = config(long_term_memory=memory, prompt_cache_price=1.0)
+    service = Worker(tmp_path / "agent-1", context_middleware_factory(settings), model)
     events: list = []
     for tag in ("a", "b", "c", "d"):
         events += await service.turn("alice", "agent-1", "s1", f"read {tag}")
@@ -223,8 +223,10 @@ async def test_a_workspace_reached_through_its_backend_keeps_everything_across_w
 
     model = ScriptedChatModel(script)
     workdir = tmp_path / "agent-1"
+    # Compaction at the trigger (no prompt caching): the session must compact in four turns.
+    settings = config(prompt_cache_price=1.0)
     first = Worker(
-        workdir, context_middleware_factory(config(), mirror=True, cache=tmp_path / "one"), model
+        workdir, context_middleware_factory(settings, mirror=True, cache=tmp_path / "one"), model
     )
     compactions = 0
     for tag in ("a", "b", "c", "d"):

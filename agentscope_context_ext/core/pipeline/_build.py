@@ -90,7 +90,10 @@ def build_pipeline(
     )
     guard = WindowGuard(config, port, count, truncator, stage_two, bus, window)
     cost = PrefixCost(
-        config.prompt_cache_price, window, config.compaction.keep_recent_ratio, counter.exact
+        config.prompt_cache_price,
+        window,
+        config.compaction.keep_recent_ratio,
+        can_wait=counter.exact and config.compaction.hook_point == "pre_reasoning",
     )
     parts = PipelineParts(
         config,

@@ -117,8 +117,10 @@ class ContextPipeline:
         stage_two = self.parts.stage_two
         if stage_two.eager:
             await stage_two.run()
-        count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
         cost = self._cost()
+        # Exact from where the cost model learns the pace (below the trigger when it may wait).
+        exact_above = cost.exact_above
+        count = await self.count(sys_prompt, tools, exact_above=exact_above)
         memo = self.parts.compaction.writer.budget_tokens
         # Where compacting is cheapest (§4.5): the trigger, or later under prompt caching.
         point = cost.compaction_point(count, memo)
@@ -128,7 +130,7 @@ class ContextPipeline:
             # compaction re-reads the prompt anyway) instead of breaking the prefix first.
             waiting = not due and count.total > self.trigger_tokens
             if not waiting and await stage_two.run(force=due):
-                count = await self.count(sys_prompt, tools, exact_above=self.trigger_tokens)
+                count = await self.count(sys_prompt, tools, exact_above=exact_above)
                 point = cost.compaction_point(count, memo)
         compactions = self.bus.stats.compactions
         if self.config.compaction.enabled and count.total > point:
@@ -137,7 +139,7 @@ class ContextPipeline:
         if compacted:
             cost.after_compaction = count.total
         count = await self._within_window(sys_prompt, tools, count, above=point)
-        cost.observe(count.total, compacted)
+        cost.observe(count, compacted)
         return count
 
     def _cost(self) -> PrefixCost:

@@ -11,15 +11,17 @@ that waits for the prompt to reach *K* tokens and leaves *A* comes every ``(K - 
     K* = A + sqrt(2 g F / r),    F = (1 - r)(A - H) + m
 
 where *H* is the cached system prompt and tools and *m* what a compaction sends the summary model
-besides the messages. At r = 1 that lies at or below the trigger: the compaction runs at the
-trigger, as without caching. At r = 0.1 with a slowly growing context (B8's tau-bench: g ~ 200
-tokens) it lies past the window, so the compaction waits until the prompt nears the window
-(:data:`DEFER_LIMIT_SHARE`); with a context that grows in large steps (B8's coding sessions) it
-stays near the trigger. The trigger is the earliest point, never moved earlier.
+besides the messages. The point is ``max(trigger, min(K*, limit))``, the limit being 95% of the
+window and, below that, room for one more step as large as the largest of the last calls. At
+r = 1 K* lies at or below the trigger: the compaction runs at the trigger, as without caching.
+On a small window with a large fixed part and small steps (B8's tau-bench) a compaction at the
+trigger buys little room for its cost and K* lies past the window, so it waits; a context that
+grows in large steps (B8's coding sessions) leaves no room for a step past the trigger.
 
-*g* is the median of the net change per call over the last calls (stage two's cuts included, a
-compaction's call left out): large single reads that stage two cuts again later do not set the
-pace (B8: the mean put every coding session's compaction at the window and cost 9% more).
+*g* is the median net change per call over the last calls, from exact counts only (stage two's
+cuts included, a compacting call left out): prompts are counted exactly from
+:data:`LEARN_FROM_SHARE` of the trigger on. Until the pace is known (a new or just loaded
+conversation, or counts that were only bounds) the point is the trigger.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ DEFER_LIMIT_SHARE = 0.95
 covers the count's error; the pipeline compacts before any call the window cannot take)."""
 GROWTH_SAMPLES = 16
 """How many recent calls the growth per call is taken from."""
+LEARN_FROM_SHARE = 0.6
+"""When it may wait, prompts are counted exactly from this share of the trigger on (below it
+they are only bounded, design §5.1), so the pace is known by the time the trigger is passed."""
 
 
 class PrefixCost:
@@ -49,17 +54,18 @@ class PrefixCost:
         window (`Window`): The window and the compaction trigger.
         keep_recent_ratio (`float`): ``compaction.keep_recent_ratio``, to estimate what the
             first compaction will leave.
-        exact (`bool`): Whether the counts come from a real vocabulary. The bytes/4 estimate
-            can be a quarter short (B8: ours with it sent 28 prompts over the window when it
-            waited): with it the compaction never waits past the trigger, whose margin is
-            what keeps such a prompt inside the window.
+        can_wait (`bool`): Whether waiting past the trigger is safe at all. Not with the
+            bytes/4 estimate as counter, which can be a quarter short (B8: ours with it sent
+            28 prompts over the window when it waited), and not when the pipeline runs once
+            per reply (1.x ``pre_reply``: the steps of a reply add to the prompt unchecked):
+            there the trigger's margin is what keeps a prompt inside the window.
     """
 
     def __init__(
-        self, price: float, window: Window, keep_recent_ratio: float, exact: bool = True
+        self, price: float, window: Window, keep_recent_ratio: float, can_wait: bool = True
     ) -> None:
         self.price = price
-        self.exact = exact
+        self.can_wait = can_wait
         self.window = window
         self.keep_recent_ratio = keep_recent_ratio
         self._growth: deque[int] = deque(maxlen=GROWTH_SAMPLES)
@@ -67,18 +73,33 @@ class PrefixCost:
         self.after_compaction: int | None = None
         """Prompt tokens right after the last compaction (``None`` before the first)."""
 
-    def observe(self, sent: int, compacted: bool) -> None:
-        """Learn from one call: its prompt was ``sent`` tokens; ``compacted``: this call's
-        pipeline compacted (its change is not growth)."""
+    def observe(self, count: PromptCount, compacted: bool) -> None:
+        """Learn from one call: its prompt's ``count``; ``compacted``: this call's pipeline
+        compacted (its change is not growth). A count that is only a bound (far below the
+        trigger new messages are bounded, not tokenized) teaches nothing and breaks the chain:
+        a bound is several times the real size, and growth measured from one would be wrong.
+        """
+        if count.estimated:
+            self._sent = None
+            return
         if self._sent is not None and not compacted:
-            self._growth.append(sent - self._sent)
-        self._sent = sent
+            self._growth.append(count.total - self._sent)
+        self._sent = count.total
 
     def forget(self) -> None:
         """Start over (a loaded session: the calls before it are not this conversation's)."""
         self._growth.clear()
         self._sent = None
         self.after_compaction = None
+
+    @property
+    def exact_above(self) -> int:
+        """The prompt size from which counts must be exact: the trigger, or (when the
+        compaction may wait) :data:`LEARN_FROM_SHARE` of it, where the pace is learned."""
+        trigger = self.window.trigger_tokens
+        if self.price >= 1.0 or not self.can_wait:
+            return trigger
+        return int(trigger * LEARN_FROM_SHARE)
 
     @property
     def growth(self) -> float | None:
@@ -98,19 +119,31 @@ class PrefixCost:
                 besides the messages (the previous summary), and what it adds to the prompt.
         """
         trigger = self.window.trigger_tokens
-        if self.price >= 1.0 or not self.exact:
+        if self.price >= 1.0 or not self.can_wait:
             return trigger
-        limit = max(trigger, int(DEFER_LIMIT_SHARE * self.window.tokens))
+        # Wait only while one more step as large as the largest lately surely fits: a model
+        # call that no run of the pipeline precedes (1.x's answer after max_iters) still fits,
+        # and a context that grows in large steps (B8's coding sessions, where waiting cost
+        # 1.6% more) keeps compacting at the trigger.
+        step = max(self._growth, default=0)
+        window = self.window.tokens
+        limit = max(trigger, min(int(DEFER_LIMIT_SHARE * window), window - step))
         growth = self.growth
-        if growth is None or self.price <= 0.0:
-            # Nothing known of the pace yet (a new conversation, or one just loaded, which may
-            # have been waiting): the decision waits for two calls, within the limit.
+        if growth is None:
+            # Nothing known of the pace: a new conversation, one just loaded (whose prompt the
+            # provider has not cached: a compaction now re-reads nothing), or counts that were
+            # only bounds (no usage reported). Waiting blind could leave no room for the next
+            # step: compact at the trigger.
+            return trigger
+        if self.price <= 0.0:
             return limit
         after = self.after_compaction or self.estimate_after(count, memo_tokens)
         cached = count.system + count.tools
         fixed = (1.0 - self.price) * max(after - cached, 0) + memo_tokens
         best = after + math.sqrt(2 * growth * fixed / self.price)
-        return max(trigger, min(int(best), limit))
+        if not math.isfinite(best) or best >= limit:  # a price near 0: wait as long as allowed
+            return limit
+        return max(trigger, int(best))
 
     def estimate_after(self, count: PromptCount, memo_tokens: int) -> int:
         """What the first compaction will leave, by the compaction's own budget: the system
