@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["assistant_blocks", "replayed_tool", "strings_of"]
+__all__ = ["assistant_blocks", "next_reply", "replayed_tool", "strings_of"]
 
 
 def assistant_blocks(blocks: list[dict]) -> list[Any]:
@@ -30,6 +30,16 @@ def assistant_blocks(blocks: list[dict]) -> list[Any]:
                 arguments = json.dumps(arguments, ensure_ascii=False)
             made.append(ToolCallBlock(id=block["id"], name=block["name"], input=arguments))
     return made
+
+
+def next_reply(queue: list[list[dict]]) -> list[Any] | str:
+    """The next recorded assistant message of the turn that has content (taken off
+    ``queue``), as 2.x blocks; ``"ok"`` once the turn's messages are used up."""
+    while queue:
+        blocks = assistant_blocks(queue.pop(0))
+        if blocks:
+            return blocks
+    return "ok"
 
 
 def replayed_tool(name: str, outputs: dict[str, list[str]]) -> Any:

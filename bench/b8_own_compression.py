@@ -51,7 +51,7 @@ from typing import Any
 
 from ._data import shared_files, transcripts_dir
 from ._major import agentscope_major, agentscope_version
-from ._replayed import assistant_blocks, replayed_tool, strings_of
+from ._replayed import next_reply, replayed_tool, strings_of
 
 TITLE = "cost under prompt caching: ours, 2.x's own compression, QwenPaw's Scroll"
 TARGET = (
@@ -253,12 +253,7 @@ async def _run(script: _Script, mode: str, workdir: Path, window: int) -> _Run:
                 "next_steps": text("next_steps"),
                 "context_to_preserve": text("critical_context"),
             }
-        queue = replies[turn[0]]
-        while queue:
-            blocks = assistant_blocks(queue.pop(0))
-            if blocks:
-                return blocks
-        return "ok"
+        return next_reply(replies[turn[0]])
 
     model_class = _exactly_counted() if mode == EXACT else ScriptedChatModel
     model = model_class(respond, context_size=window)

@@ -78,7 +78,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._replayed import assistant_blocks, replayed_tool
+from ._replayed import next_reply, replayed_tool
 
 ENV_PYTHON = "ACE_QWENPAW_PYTHON"
 """The environment variable naming the QwenPaw venv's python."""
@@ -500,12 +500,7 @@ async def _replay(
             return RuntimeError("Error code: 400 - maximum context length exceeded")
         if is_summary(call):
             return scroll_summary(_message_text(call.msgs[-1]), summary_tokens)
-        queue = replies[turn[0]]
-        while queue:
-            blocks = assistant_blocks(queue.pop(0))
-            if blocks:
-                return blocks
-        return "ok"
+        return next_reply(replies[turn[0]])
 
     workspace = tmp / "workspace"
     workspace.mkdir(parents=True)
