@@ -381,42 +381,19 @@ async def _row(
     script: _Script, mode: str, workdir: Path, window: int, names: list[str]
 ) -> dict[str, Any]:
     """One transcript replayed in ``mode``: the columns' counts (summed over a workload)."""
-    from agentscope_context_ext.replay import prompt_pair_violations
-
     run = await _run(script, mode, workdir, window)
-    prompts = run.prompts()
-    counter = run.model.counter
-    counts = _prompt_counts(
-        [(c.messages, c.tools) for c in run.model.calls if not c.structured], counter
-    )
-    tokens, cached = counts["tokens"], counts["cached"]
-    orphans = 0
-    for messages in prompts:
-        ids = {str(c.get("id")) for m in messages for c in m.get("tool_calls") or []}
-        orphans += prompt_pair_violations(messages, ids)
-    stable = counts["stable"]
+    calls = [(c.messages, c.tools) for c in run.model.calls if not c.structured]
     corpus = _corpus(run.agent, run.workspace)
-    recovered = sum(1 for text in script.originals if text in corpus)
     # What the agent itself can reach: the workspace only through tools that read it.
     reach = corpus if run.readers else _corpus(run.agent, None)
-    reachable = sum(1 for text in script.originals if text in reach)
-    last = strings_of(prompts[-1]) if prompts else ""
     return {
-        "prompts": len(prompts),
-        "over": sum(t > window for t in tokens),
-        "orphans": orphans,
-        "recovered": recovered,
+        **_prompt_columns(calls, run.model.counter, window, names),
+        "recovered": sum(1 for text in script.originals if text in corpus),
+        "reachable": sum(1 for text in script.originals if text in reach),
         "originals": len(script.originals),
-        "stable": stable,
-        "pairs": max(len(prompts) - 1, 0),
-        "tokens": sum(tokens),
-        "cached": cached,
         "summary_calls": len(run.summary_inputs),
         "summary_input": sum(run.summary_inputs),
-        "reachable": reachable,
         "compactions": run.compactions,
-        "identifiers": len(names),
-        "identifiers_found": sum(1 for ident in names if ident in last),
     }
 
 
@@ -580,19 +557,41 @@ def _coding_scripts() -> list[tuple[str, _Script]]:
     ]
 
 
-def _prompt_counts(calls: list[tuple[list[dict], list[dict] | None]], counter: Any) -> dict:
-    """Tokens, cached prefix tokens and prefix-stable pairs of a side's prompts, in order."""
+def _prompt_columns(
+    calls: list[tuple[list[dict], list[dict] | None]],
+    counter: Any,
+    window: int,
+    names: list[str],
+) -> dict[str, int]:
+    """The columns every side's prompts give, in order: how many, over the window, orphans,
+    prefix-stable pairs, tokens, cached prefix tokens, and ``names`` in the last prompt."""
+    from agentscope_context_ext.replay import prompt_pair_violations
+
     tokens = [counter.count_formatted(messages, tools) for messages, tools in calls]
     cached = 0
+    orphans = 0
     previous = None
     for (messages, tools), prompt in zip(calls, tokens, strict=True):
         cached += min(cached_prefix_tokens(counter, previous, messages, tools), prompt)
         previous = (messages, tools)
+        ids = {str(c.get("id")) for m in messages for c in m.get("tool_calls") or []}
+        orphans += prompt_pair_violations(messages, ids)
     stable = sum(
         json.dumps(b[0][: len(a[0])], sort_keys=True) == json.dumps(a[0], sort_keys=True)
         for a, b in itertools.pairwise(calls)
     )
-    return {"tokens": tokens, "cached": cached, "stable": stable}
+    last = strings_of(calls[-1][0]) if calls else ""
+    return {
+        "prompts": len(calls),
+        "over": sum(t > window for t in tokens),
+        "orphans": orphans,
+        "stable": stable,
+        "pairs": max(len(calls) - 1, 0),
+        "tokens": sum(tokens),
+        "cached": cached,
+        "identifiers": len(names),
+        "identifiers_found": sum(1 for ident in names if ident in last),
+    }
 
 
 def _qwenpaw(
@@ -602,7 +601,6 @@ def _qwenpaw(
     was skipped."""
     from agentscope_context_ext import ContextConfig as OurConfig
     from agentscope_context_ext import get_token_counter
-    from agentscope_context_ext.replay import prompt_pair_violations
 
     from .qwenpaw_side import ENV_PYTHON, run_side
 
@@ -614,33 +612,19 @@ def _qwenpaw(
     totals: dict[str, int] = {}
     for (script, names), result in zip(items, results, strict=True):
         calls = [(c["messages"], c["tools"]) for c in result["calls"] if not c["summary"]]
-        counts = _prompt_counts(calls, counter)
-        orphans = 0
-        for messages, _ in calls:
-            ids = {str(c.get("id")) for m in messages for c in m.get("tool_calls") or []}
-            orphans += prompt_pair_violations(messages, ids)
         corpus = set(result["corpus"])
         found = sum(1 for text in script.originals if text in corpus)
-        last = strings_of(calls[-1][0]) if calls else ""
         summaries = [c for c in result["calls"] if c["summary"]]
         row = {
-            "prompts": len(calls),
-            "over": sum(t > window for t in counts["tokens"]),
-            "orphans": orphans,
+            **_prompt_columns(calls, counter, window, names),
             "recovered": found,
             "reachable": found if result.get("reachable_by_tools") else 0,
             "originals": len(script.originals),
-            "stable": counts["stable"],
-            "pairs": max(len(calls) - 1, 0),
-            "tokens": sum(counts["tokens"]),
-            "cached": counts["cached"],
             "summary_calls": len(summaries),
             "summary_input": sum(
                 counter.count_formatted(c["messages"], c["tools"]) for c in summaries
             ),
             "compactions": len(result.get("compactions") or []),
-            "identifiers": len(names),
-            "identifiers_found": sum(1 for ident in names if ident in last),
             "unfit_turns": len(result.get("errors") or []),
         }
         for key, value in row.items():

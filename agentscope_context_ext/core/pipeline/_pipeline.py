@@ -96,8 +96,9 @@ class ContextPipeline:
         self.offered_tools = parts.offer
         """``pipeline.offered_tools(schemas)``: the schemas the model should be shown now."""
         self.counted_tools: tuple[str, ...] | None = None
-        self._cost_epoch: int | None = None
         """Names of the tools the last count before a model call was made with."""
+        self._cost_epoch: int | None = None
+        """The port's epoch the cost model learned from (a loaded session starts it over)."""
 
     @property
     def trigger_tokens(self) -> int:

@@ -96,13 +96,17 @@ class PrefixCost:
         self.after_compaction = None
 
     @property
+    def may_wait(self) -> bool:
+        """Whether the compaction may ever wait past the trigger: caching priced below a
+        full token, and waiting safe (``can_wait``)."""
+        return self.price < 1.0 and self.can_wait
+
+    @property
     def exact_above(self) -> int:
         """The prompt size from which counts must be exact: the trigger, or (when the
         compaction may wait) :data:`LEARN_FROM_SHARE` of it, where the pace is learned."""
         trigger = self.window.trigger_tokens
-        if self.price >= 1.0 or not self.can_wait:
-            return trigger
-        return int(trigger * LEARN_FROM_SHARE)
+        return int(trigger * LEARN_FROM_SHARE) if self.may_wait else trigger
 
     @property
     def growth(self) -> float | None:
@@ -122,22 +126,19 @@ class PrefixCost:
                 besides the messages (the previous summary), and what it adds to the prompt.
         """
         trigger = self.window.trigger_tokens
-        if self.price >= 1.0 or not self.can_wait:
+        growth = self.growth
+        if not self.may_wait or growth is None:
+            # growth None: nothing is known of the pace (a new conversation, one just loaded,
+            # whose prompt the provider has not cached, or counts that stayed bounds because no
+            # usage was reported). Waiting blind could leave no room for the next step.
             return trigger
         # Wait only while one more step as large as the largest lately surely fits: a model
         # call that no run of the pipeline precedes (1.x's answer after max_iters) still fits,
         # and a context that grows in large steps (B8's coding sessions, where waiting cost
         # 1.6% more) keeps compacting at the trigger.
-        step = max(self._growth, default=0)
+        step = max(self._growth)
         window = self.window.tokens
         limit = max(trigger, min(int(DEFER_LIMIT_SHARE * window), window - step))
-        growth = self.growth
-        if growth is None:
-            # Nothing known of the pace: a new conversation, one just loaded (whose prompt the
-            # provider has not cached: a compaction now re-reads nothing), or counts that were
-            # only bounds (no usage reported). Waiting blind could leave no room for the next
-            # step: compact at the trigger.
-            return trigger
         if self.price <= 0.0:
             return limit
         after = self.after_compaction or self.estimate_after(count, memo_tokens)
