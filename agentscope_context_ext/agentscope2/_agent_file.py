@@ -14,9 +14,10 @@ provider              model class               credential               ``base_
 ====================  ========================  =======================  ======================
 
 ``model.options`` are the model class's ``Parameters`` (``temperature``, ``max_tokens``, ...);
-a name it does not have is an error that lists the ones it has. ``model.compat``
-(``openai-compatible``) swaps in :class:`OpenAIStringContentFormatter` and
-:class:`OpenAIAutoToolChoiceModel`, subclasses that change only the request's shape.
+a name it does not have is an error that lists the ones it has. ``openai-compatible`` runs on
+:class:`OpenAICompatibleModel` (and, with ``compat.string_content``,
+:class:`OpenAIStringContentFormatter`): subclasses that shape the request and the answer as
+``model.compat`` says (``_openai_compatible.py``).
 """
 
 from __future__ import annotations
@@ -26,10 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import Agent, ReActConfig
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg
-from agentscope.model import ChatModelBase, OpenAIChatModel
-from agentscope.tool import ToolChoice, Toolkit
+from agentscope.model import ChatModelBase
+from agentscope.tool import Toolkit
 
 from ..core.agent_file import (
     LOCAL_KEY,
@@ -42,17 +41,15 @@ from ..core.agent_file import (
 )
 from ..core.errors import ConfigError
 from ..core.model_servers import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
-from ..core.openai_compatible import string_content
 from ..core.tools import make_explorer_functions
 from ._middleware import ContextMiddleware
+from ._openai_compatible import OpenAICompatibleModel, OpenAIStringContentFormatter
 from ._tools import as_tool
 from ._tracing import traced
 
 __all__ = [
     "MODEL_APIS",
     "ModelUnavailable",
-    "OpenAIAutoToolChoiceModel",
-    "OpenAIStringContentFormatter",
     "build_agent",
     "build_model",
 ]
@@ -65,30 +62,6 @@ MODEL_APIS: dict[str, ModelApi] = {
     "ollama": OLLAMA_CHAT,
 }
 """The API each provider's model speaks to its ``base_url``."""
-
-
-class OpenAIStringContentFormatter(OpenAIChatFormatter):
-    """2.x's OpenAI formatter with each message's content one string
-    (``model.compat.string_content``, see :func:`string_content`)."""
-
-    async def format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return string_content(await super().format(msgs))
-
-
-class OpenAIAutoToolChoiceModel(OpenAIChatModel):
-    """2.x's OpenAI model that sends ``tool_choice: "auto"`` with the tools when the caller
-    sets none (``model.compat.tool_choice_auto``)."""
-
-    async def __call__(
-        self,
-        messages: list[Msg],
-        tools: list[dict] | None = None,
-        tool_choice: ToolChoice | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        if tools and tool_choice is None:
-            tool_choice = ToolChoice(mode="auto")
-        return await super().__call__(messages, tools, tool_choice, **kwargs)
 
 
 _CLASSES = {
@@ -169,11 +142,12 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
             fields["base_url"] = settings.base_url
         credential = credential_class(**fields)
     extra: dict[str, Any] = {}
-    compat = settings.compat
-    if compat is not None and compat.tool_choice_auto:
-        model_class = OpenAIAutoToolChoiceModel
-    if compat is not None and compat.string_content:
-        extra["formatter"] = OpenAIStringContentFormatter()
+    compat = settings.openai_compat()
+    if compat is not None:
+        model_class = OpenAICompatibleModel
+        extra["compat"] = compat
+        if compat.string_content:
+            extra["formatter"] = OpenAIStringContentFormatter()
     known = set(model_class.Parameters.model_fields)
     unknown = sorted(set(settings.options) - known)
     if unknown:

@@ -1,0 +1,190 @@
+"""1.x's OpenAI formatter and model, shaped for an OpenAI-compatible server by the agent file's
+``model.compat`` (the shapes themselves: ``core/openai_compatible.py``; design §8).
+
+Subclasses that change only the request's shape and the answer's text, nothing patched: the
+real ``openai`` client and AgentScope's own streaming and parsing run underneath. 1.x sends
+``model.options`` as they are, so ``max_tokens`` already goes out under that name.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.model import ChatResponse, OpenAIChatModel
+
+from ..core.agent_file import OpenAICompatibility
+from ..core.openai_compatible import (
+    STREAM_FALLBACK_NOTE,
+    FinishWatch,
+    StreamCutShort,
+    string_content,
+    unescape_entities,
+    unescape_values,
+)
+
+__all__ = ["OpenAICompatibleModel", "OpenAIStringContentFormatter", "is_empty"]
+
+logger = logging.getLogger("agentscope_context_ext")
+
+
+class OpenAIStringContentFormatter(OpenAIChatFormatter):
+    """AgentScope's OpenAI formatter with each message's content one string
+    (``model.compat.string_content``, see :func:`string_content`)."""
+
+    async def format(self, msgs: list, **kwargs: Any) -> list[dict[str, Any]]:
+        return string_content(await super().format(msgs, **kwargs))
+
+
+def is_empty(response: ChatResponse | None) -> bool:
+    """No text (but blanks), no thinking and no tool call: an answer that says nothing."""
+    if response is None:
+        return True
+    for block in response.content or []:
+        kind = block.get("type")
+        if kind == "text" and str(block.get("text", "")).strip():
+            return False
+        if kind == "thinking" and str(block.get("thinking", "")).strip():
+            return False
+        if kind not in ("text", "thinking"):
+            return False
+    return True
+
+
+class OpenAICompatibleModel(OpenAIChatModel):
+    """AgentScope's ``OpenAIChatModel`` speaking to an OpenAI-compatible server as ``compat``
+    says: ``tool_choice: "auto"`` with the tools when the caller sets none, the output cap as
+    ``max_tokens`` (or, with ``compat.max_tokens: false``, as ``max_completion_tokens``),
+    answers unescaped; and a streamed answer cut short (no finish reason) is asked again
+    without streaming: llama-cpp-python ends a streamed tool call so, with nothing sent
+    (answers with tools are then not streamed at all), and cuts a stream short when another
+    request waits for its single slot. An empty answer that did finish is the model's own.
+
+    Args:
+        compat (`OpenAICompatibility`): The shapes (``ModelSettings.openai_compat()``).
+        *args, **kwargs: ``OpenAIChatModel``'s.
+    """
+
+    def __init__(self, *args: Any, compat: OpenAICompatibility, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.compat = compat
+        self.streams_tool_calls = True
+        """``False`` once a streamed answer with tools came back empty."""
+
+    async def __call__(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        tool_choice: str | None = None,
+        structured_model: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        if tools and tool_choice is None and structured_model is None:
+            tool_choice = "auto" if self.compat.tool_choice_auto else None
+        model = self
+        if not self.compat.max_tokens and "max_tokens" in {**self.generate_kwargs, **kwargs}:
+            # Options go out as they are on 1.x: the cap under OpenAI's newer name instead.
+            model = copy.copy(self)
+            model.generate_kwargs = _renamed(self.generate_kwargs)
+            kwargs = _renamed(kwargs)
+        if model.stream and tools and not self.streams_tool_calls:
+            return await self._unstreamed(
+                model, messages, tools, tool_choice, structured_model, kwargs
+            )
+        response = await OpenAIChatModel.__call__(
+            model, messages, tools, tool_choice, structured_model, **kwargs
+        )
+        if isinstance(response, ChatResponse):
+            return self._unescaped(response)
+        return self._checked(
+            response, model, messages, tools, tool_choice, structured_model, kwargs
+        )
+
+    async def _parse_openai_stream_response(
+        self, start_datetime: Any, response: Any, structured_model: Any = None
+    ) -> AsyncGenerator[ChatResponse, None]:
+        watched = FinishWatch(response)
+        async for chunk in super()._parse_openai_stream_response(
+            start_datetime, watched, structured_model
+        ):
+            yield chunk
+        if not watched.finished:
+            raise StreamCutShort(
+                f"the stream from {self.client.base_url} ended with no finish reason"
+            )
+
+    async def _checked(
+        self,
+        stream: AsyncGenerator[ChatResponse, None],
+        model: OpenAIChatModel,
+        messages: list[dict],
+        tools: list[dict] | None,
+        tool_choice: str | None,
+        structured_model: Any,
+        kwargs: dict[str, Any],
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """The stream (1.x's chunks each hold the whole answer so far), unescaped; when it is
+        cut short (no finish reason), the answer asked again unstreamed."""
+        last = None
+        try:
+            async for chunk in stream:
+                last = chunk
+                yield self._unescaped(chunk)
+        except StreamCutShort:
+            if tools and is_empty(last):  # a streamed tool call ends so there: stop streaming those
+                self.streams_tool_calls = False
+            logger.warning(STREAM_FALLBACK_NOTE, self.client.base_url)
+            yield await self._unstreamed(
+                model, messages, tools, tool_choice, structured_model, kwargs
+            )
+
+    async def _unstreamed(
+        self,
+        model: OpenAIChatModel,
+        messages: list[dict],
+        tools: list[dict] | None,
+        tool_choice: str | None,
+        structured_model: Any,
+        kwargs: dict[str, Any],
+    ) -> ChatResponse:
+        unstreamed = copy.copy(model)
+        unstreamed.stream = False
+        answer = await OpenAIChatModel.__call__(
+            unstreamed, messages, tools, tool_choice, structured_model, **kwargs
+        )
+        assert isinstance(answer, ChatResponse)
+        return self._unescaped(answer)
+
+    def _unescaped(self, response: ChatResponse) -> ChatResponse:
+        if not self.compat.unescape_html:
+            return response
+        return dataclasses.replace(
+            response, content=[_unescaped(block) for block in response.content or []]
+        )
+
+
+def _renamed(options: dict[str, Any]) -> dict[str, Any]:
+    renamed = dict(options)
+    if "max_tokens" in renamed:
+        renamed["max_completion_tokens"] = renamed.pop("max_tokens")
+    return renamed
+
+
+def _unescaped(block: dict) -> dict:
+    kind = block.get("type")
+    if kind == "text":
+        return {**block, "text": unescape_entities(str(block.get("text", "")))}
+    if kind == "thinking":
+        return {**block, "thinking": unescape_entities(str(block.get("thinking", "")))}
+    if kind == "tool_use":
+        arguments = unescape_values(block.get("input", {}))
+        unescaped = {**block, "input": arguments}
+        if "raw_input" in block:  # its JSON anew: an unescaped &#34; would end a string early
+            unescaped["raw_input"] = json.dumps(arguments, ensure_ascii=False)
+        return unescaped
+    return block
