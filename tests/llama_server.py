@@ -11,9 +11,11 @@ port with ``--chat_format chatml-function-calling`` and stopped at exit.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -108,6 +110,20 @@ def _joined_coder() -> tuple[Path | None, str]:
     return target, label
 
 
+try:  # looked up here: between fork and exec the child should only call it
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _PRCTL = None
+
+
+def _die_with_parent() -> None:
+    """In the server's process, before it runs: Linux ends it when the process that started
+    it dies, so a benchmark or test run killed outright leaves no server behind (``__exit__``
+    stops it otherwise)."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -168,7 +184,11 @@ class LlamaServer:
 
     def __enter__(self) -> LlamaServer:
         self._process = subprocess.Popen(
-            self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            self.command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
