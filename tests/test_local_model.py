@@ -7,7 +7,10 @@ recording proxy: what B12 found, each a case the real server produces every time
   never an empty answer;
 - the output cap goes out as ``max_tokens``, which the server obeys (it ignores
   ``max_completion_tokens``), for the agent's calls and the summary call;
-- an agent file with no ``compat`` section speaks the shapes the server takes.
+- an agent file with no ``compat`` section speaks the shapes the server takes;
+- a text answer to a request with tools comes back empty (the ``chatml-function-calling``
+  grammar after ``message:`` allows only a function name or the end): asked again with
+  ``tool_choice: none``.
 
 Skipped when this interpreter has no ``llama_cpp`` server or no SmolLM2 GGUF (``bash
 bench/llama_venv.sh VENV``); a failure when ``ACE_REQUIRE_LLAMA=1``. The cases the real server
@@ -28,6 +31,7 @@ from recording_proxy import RecordingProxy
 from agentscope_context_ext.adapter import installed
 from agentscope_context_ext.agentfile import build_model
 from agentscope_context_ext.cli import main
+from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.agent_file import ModelSettings
 
 
@@ -112,6 +116,50 @@ def test_an_agent_file_without_compat_speaks_the_servers_shapes(
         assert all(isinstance(m["content"], str) for m in messages)
         assert exchange.request["max_tokens"] == 48
         assert "max_completion_tokens" not in exchange.request
+
+
+READ_FILE = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a text file and return its content.",
+        "parameters": {
+            "type": "object",
+            "properties": {"file_path": {"type": "string"}},
+            "required": ["file_path"],
+        },
+    },
+}
+
+
+async def _ask_with_tools(url: str, text: str) -> str:
+    """One call of the built model, as the agent makes it: a system prompt, the user's text,
+    the tools offered; the answer's text."""
+    model, formatter = build_model(_settings(url))
+    system = "You are a careful assistant. Read files with your tools before answering."
+    if agentscope_major() >= 2:
+        from agentscope.message import SystemMsg, TextBlock, UserMsg
+
+        answer = await model([SystemMsg("system", system), UserMsg("user", text)], [READ_FILE])
+        return "".join(b.text for b in answer.content if isinstance(b, TextBlock))
+    from agentscope.message import Msg
+
+    prompt = await formatter.format([Msg("system", system, "system"), Msg("user", text, "user")])
+    answer = await model(prompt, [READ_FILE])
+    return "".join(b.get("text", "") for b in answer.content if b.get("type") == "text")
+
+
+def test_a_text_answer_with_tools_offered_is_asked_again_without_them(
+    proxy: RecordingProxy,
+) -> None:
+    """(Every text answer of a model offered tools was empty: SmolLM2 answers "Say hello."
+    in text, and the server's grammar lets it write nothing.)"""
+    text = asyncio.run(_ask_with_tools(proxy.url, "Say hello."))
+    first, again = proxy.since(0)
+    assert first.request["tool_choice"] == "auto" and first.request["tools"]
+    assert first.response()["choices"][0]["message"]["content"] == ""
+    assert again.request["tool_choice"] == "none"
+    assert text.strip() and text == again.response()["choices"][0]["message"]["content"]
 
 
 def _settings(url: str, **options: object) -> ModelSettings:

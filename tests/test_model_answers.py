@@ -5,7 +5,8 @@ loopback imitations (``llm_servers.ModelServer``):
 
 - a stream cut short (``[DONE]`` with no finish reason: llama-cpp-python ends a stream when
   another request waits for its one slot): asked again unstreamed;
-- an answer that is empty, streamed and not: ``chat`` says so and exits 1;
+- an answer that is empty, streamed and not: asked once more for text (``tool_choice:
+  none``), then ``chat`` says so and exits 1;
 - a summary call still running at ``compaction.summary_timeout_seconds``: its request closed,
   its partial answer dropped, no second attempt;
 - HTML entities in answers (``compat.unescape_html``): turned back into characters, in the
@@ -143,8 +144,13 @@ def test_an_empty_answer_is_an_error_never_exit_0(
         "first: hello there",
     ]
     assert "assistant: Hi." in captured.out, "the next message was answered"
-    # an empty answer that finished is the model's own: not asked again
-    assert [r["stream"] for r in server.requests] == [stream, stream]
+    # an empty answer to a request with tools is asked once more, for text (tool_choice none,
+    # unstreamed); still empty, it is the model's own
+    assert [(r["tool_choice"], r["stream"]) for r in server.requests] == [
+        ("auto", stream),
+        ("none", False),
+        ("auto", stream),
+    ]
 
 
 def _conversation() -> list[Message]:

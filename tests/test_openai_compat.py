@@ -188,3 +188,42 @@ def test_the_documented_compat_examples_are_valid() -> None:
     shipped = load_agent_file(root / "configs" / "agents" / "llama-cpp.yaml").model.compat
     assert shipped is not None and shipped.string_content and shipped.tool_choice_auto
     assert shipped.max_tokens and shipped.unescape_html
+
+
+def test_tool_results_as_user_messages_name_their_call() -> None:
+    """llama-cpp-python's chatml-function-calling template drops ``tool`` messages: with
+    ``tool_results_as_user`` each result is a user message its model sees."""
+    from agentscope_context_ext.core.openai_compatible import tool_results_as_user
+
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "def add(a, b): ..."},
+        {"role": "tool", "tool_call_id": "c9", "content": [{"type": "text", "text": "x"}]},
+    ]
+    shaped = tool_results_as_user(messages)
+    assert shaped[:2] == messages[:2]
+    assert shaped[2] == {
+        "role": "user",
+        "content": "[tool result: read_file, call c1]\ndef add(a, b): ...",
+    }
+    assert shaped[3] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "[tool result: tool, call c9]"},
+            {"type": "text", "text": "x"},
+        ],
+    }
+
+
+def test_with_tool_results_as_user_the_request_has_no_tool_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    with LlamaCppLikeServer(fetching_model) as server:
+        code = _chat(tmp_path, monkeypatch, server.url, False, {"tool_results_as_user": True})
+    assert code == 0
+    second = server.requests[1]["messages"]
+    assert not [m for m in second if m["role"] == "tool"]
+    result = next(m for m in second if m["content"].startswith("[tool result: fetch, call call-1]"))
+    assert result["role"] == "user" and "7:00000 " in result["content"]

@@ -8,14 +8,14 @@ provider              model class               formatter                    ``b
 ====================  ========================  ===========================  ====================
 ``dashscope``         ``DashScopeChatModel``    ``DashScopeChatFormatter``   ``base_http_api_url``
 ``openai``            ``OpenAIChatModel``       ``OpenAIChatFormatter``      the client's base URL
-``openai-compatible`` ``OpenAICompatibleModel``  ``OpenAIChatFormatter``      (required)
+``openai-compatible`` ``OpenAICompatibleModel``  ``OpenAICompatibleFormatter`` (required)
 ``anthropic``         ``AnthropicChatModel``    ``AnthropicChatFormatter``   the client's base URL
 ``ollama``            ``OllamaChatModel``       ``OllamaChatFormatter``      ``host``
 ====================  ========================  ===========================  ====================
 
-``openai-compatible`` runs on :class:`OpenAICompatibleModel` (and, with ``compat.string_content``,
-:class:`OpenAIStringContentFormatter`): subclasses that shape the request and the answer as
-``model.compat`` says (``_openai_compatible.py``).
+``openai-compatible`` runs on :class:`OpenAICompatibleModel` and :class:`OpenAICompatibleFormatter`:
+subclasses that shape the request and the answer as ``model.compat`` says
+(``_openai_compatible.py``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from ..core.model_servers import (
 from ..core.tools import make_explorer_functions
 from ._convert import as_tool
 from ._manager import enable_context_management
-from ._openai_compatible import OpenAICompatibleModel, OpenAIStringContentFormatter
+from ._openai_compatible import OpenAICompatibleFormatter, OpenAICompatibleModel
 
 __all__ = [
     "MODEL_APIS",
@@ -104,9 +104,7 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:
         if compat is None:
             return OpenAIChatModel(**arguments), OpenAIChatFormatter()
         model = OpenAICompatibleModel(**arguments, compat=compat)
-        if compat.string_content:
-            return model, OpenAIStringContentFormatter()
-        return model, OpenAIChatFormatter()
+        return model, OpenAICompatibleFormatter(compat)
     if provider == "anthropic":
         max_tokens = int(options.pop("max_tokens", 2048))
         model = models.AnthropicChatModel(

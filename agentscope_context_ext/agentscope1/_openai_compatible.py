@@ -20,25 +20,41 @@ from agentscope.model import ChatResponse, OpenAIChatModel
 
 from ..core.agent_file import OpenAICompatibility
 from ..core.openai_compatible import (
+    EMPTY_ANSWER_NOTE,
     STREAM_FALLBACK_NOTE,
     FinishWatch,
     StreamCutShort,
     string_content,
+    tool_results_as_user,
     unescape_entities,
     unescape_values,
 )
 
-__all__ = ["OpenAICompatibleModel", "OpenAIStringContentFormatter", "is_empty"]
+__all__ = ["OpenAICompatibleFormatter", "OpenAICompatibleModel", "is_empty"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
 
-class OpenAIStringContentFormatter(OpenAIChatFormatter):
-    """AgentScope's OpenAI formatter with each message's content one string
-    (``model.compat.string_content``, see :func:`string_content`)."""
+class OpenAICompatibleFormatter(OpenAIChatFormatter):
+    """AgentScope's OpenAI formatter with the message shapes ``compat`` asks for: each content
+    one string (:func:`string_content`), tool results as user messages
+    (:func:`tool_results_as_user`).
+
+    Args:
+        compat (`OpenAICompatibility`): The shapes.
+    """
+
+    def __init__(self, compat: OpenAICompatibility, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.compat = compat
 
     async def format(self, msgs: list, **kwargs: Any) -> list[dict[str, Any]]:
-        return string_content(await super().format(msgs, **kwargs))
+        messages = await super().format(msgs, **kwargs)
+        if self.compat.tool_results_as_user:
+            messages = tool_results_as_user(messages)
+        if self.compat.string_content:
+            messages = string_content(messages)
+        return messages
 
 
 def is_empty(response: ChatResponse | None) -> bool:
@@ -63,7 +79,8 @@ class OpenAICompatibleModel(OpenAIChatModel):
     answers unescaped; and a streamed answer cut short (no finish reason) is asked again
     without streaming: llama-cpp-python ends a streamed tool call so, with nothing sent
     (answers with tools are then not streamed at all), and cuts a stream short when another
-    request waits for its single slot. An empty answer that did finish is the model's own.
+    request waits for its single slot. An empty answer to a request with tools is asked again
+    for text (``compat.empty_answer_retry``); any other empty answer is the model's own.
 
     Args:
         compat (`OpenAICompatibility`): The shapes (``ModelSettings.openai_compat()``).
@@ -74,7 +91,7 @@ class OpenAICompatibleModel(OpenAIChatModel):
         super().__init__(*args, **kwargs)
         self.compat = compat
         self.streams_tool_calls = True
-        """``False`` once a streamed answer with tools came back empty."""
+        """``False`` once a streamed answer with tools was cut short before it said anything."""
 
     async def __call__(
         self,
@@ -92,18 +109,15 @@ class OpenAICompatibleModel(OpenAIChatModel):
             model = copy.copy(self)
             model.generate_kwargs = _renamed(self.generate_kwargs)
             kwargs = _renamed(kwargs)
+        call = (model, messages, tools, tool_choice, structured_model, kwargs)
         if model.stream and tools and not self.streams_tool_calls:
-            return await self._unstreamed(
-                model, messages, tools, tool_choice, structured_model, kwargs
-            )
+            return await self._text_instead(await self._unstreamed(*call), *call)
         response = await OpenAIChatModel.__call__(
             model, messages, tools, tool_choice, structured_model, **kwargs
         )
         if isinstance(response, ChatResponse):
-            return self._unescaped(response)
-        return self._checked(
-            response, model, messages, tools, tool_choice, structured_model, kwargs
-        )
+            return await self._text_instead(self._unescaped(response), *call)
+        return self._checked(response, *call)
 
     async def _parse_openai_stream_response(
         self, start_datetime: Any, response: Any, structured_model: Any = None
@@ -129,19 +143,49 @@ class OpenAICompatibleModel(OpenAIChatModel):
         kwargs: dict[str, Any],
     ) -> AsyncGenerator[ChatResponse, None]:
         """The stream (1.x's chunks each hold the whole answer so far), unescaped; when it is
-        cut short (no finish reason), the answer asked again unstreamed."""
+        cut short (no finish reason), the answer asked again unstreamed; an empty answer to a
+        request with tools, asked again for text (:meth:`_text_instead`)."""
+        call = (model, messages, tools, tool_choice, structured_model, kwargs)
         last = None
         try:
             async for chunk in stream:
-                last = chunk
-                yield self._unescaped(chunk)
+                last = self._unescaped(chunk)
+                yield last
         except StreamCutShort:
             if tools and is_empty(last):  # a streamed tool call ends so there: stop streaming those
                 self.streams_tool_calls = False
             logger.warning(STREAM_FALLBACK_NOTE, self.client.base_url)
-            yield await self._unstreamed(
-                model, messages, tools, tool_choice, structured_model, kwargs
-            )
+            last = await self._unstreamed(*call)
+            yield last
+        if last is not None:
+            answer = await self._text_instead(last, *call)
+            if answer is not last:
+                yield answer
+
+    async def _text_instead(
+        self,
+        answer: ChatResponse,
+        model: OpenAIChatModel,
+        messages: list[dict],
+        tools: list[dict] | None,
+        tool_choice: str | None,
+        structured_model: Any,
+        kwargs: dict[str, Any],
+    ) -> ChatResponse:
+        """``answer``, or when it is empty and the request offered tools with ``tool_choice:
+        auto``, the answer to the same request with ``tool_choice: none``
+        (``compat.empty_answer_retry``: llama-cpp-python lets a model that chose to answer in
+        text write nothing)."""
+        if not (
+            self.compat.empty_answer_retry
+            and tools
+            and tool_choice == "auto"
+            and structured_model is None
+            and is_empty(answer)
+        ):
+            return answer
+        logger.info(EMPTY_ANSWER_NOTE, self.client.base_url)
+        return await self._unstreamed(model, messages, tools, "none", structured_model, kwargs)
 
     async def _unstreamed(
         self,

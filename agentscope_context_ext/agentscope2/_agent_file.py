@@ -15,9 +15,8 @@ provider              model class               credential               ``base_
 
 ``model.options`` are the model class's ``Parameters`` (``temperature``, ``max_tokens``, ...);
 a name it does not have is an error that lists the ones it has. ``openai-compatible`` runs on
-:class:`OpenAICompatibleModel` (and, with ``compat.string_content``,
-:class:`OpenAIStringContentFormatter`): subclasses that shape the request and the answer as
-``model.compat`` says (``_openai_compatible.py``).
+:class:`OpenAICompatibleModel` and :class:`OpenAICompatibleFormatter`: subclasses that shape the
+request and the answer as ``model.compat`` says (``_openai_compatible.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from ..core.errors import ConfigError
 from ..core.model_servers import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
 from ..core.tools import make_explorer_functions
 from ._middleware import ContextMiddleware
-from ._openai_compatible import OpenAICompatibleModel, OpenAIStringContentFormatter
+from ._openai_compatible import OpenAICompatibleFormatter, OpenAICompatibleModel
 from ._tools import as_tool
 from ._tracing import traced
 
@@ -146,8 +145,7 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
     if compat is not None:
         model_class = OpenAICompatibleModel
         extra["compat"] = compat
-        if compat.string_content:
-            extra["formatter"] = OpenAIStringContentFormatter()
+        extra["formatter"] = OpenAICompatibleFormatter(compat=compat)
     known = set(model_class.Parameters.model_fields)
     unknown = sorted(set(settings.options) - known)
     if unknown:

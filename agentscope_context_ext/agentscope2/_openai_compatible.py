@@ -19,28 +19,44 @@ from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg, TextBlock, ThinkingBlock, ToolCallBlock
 from agentscope.model import ChatResponse, FinishedReason, OpenAIChatModel
 from agentscope.tool import ToolChoice
+from pydantic import Field
 
 from ..core.agent_file import OpenAICompatibility
 from ..core.openai_compatible import (
+    EMPTY_ANSWER_NOTE,
     STREAM_FALLBACK_NOTE,
     FinishWatch,
     StreamCutShort,
     string_content,
+    tool_results_as_user,
     unescape_entities,
     unescape_values,
 )
 
-__all__ = ["OpenAICompatibleModel", "OpenAIStringContentFormatter", "is_empty"]
+__all__ = ["OpenAICompatibleFormatter", "OpenAICompatibleModel", "is_empty"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
 
-class OpenAIStringContentFormatter(OpenAIChatFormatter):
-    """2.x's OpenAI formatter with each message's content one string
-    (``model.compat.string_content``, see :func:`string_content`)."""
+class OpenAICompatibleFormatter(OpenAIChatFormatter):
+    """2.x's OpenAI formatter with the message shapes ``compat`` asks for: each content one
+    string (:func:`string_content`), tool results as user messages
+    (:func:`tool_results_as_user`).
+
+    Args:
+        compat (`OpenAICompatibility`): The shapes (2.x's formatters are pydantic models: a
+            field).
+    """
+
+    compat: OpenAICompatibility = Field(default_factory=OpenAICompatibility)
 
     async def format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return string_content(await super().format(msgs))
+        messages = await super().format(msgs)
+        if self.compat.tool_results_as_user:
+            messages = tool_results_as_user(messages)
+        if self.compat.string_content:
+            messages = string_content(messages)
+        return messages
 
 
 def is_empty(response: ChatResponse | None) -> bool:
@@ -66,8 +82,9 @@ class OpenAICompatibleModel(OpenAIChatModel):
     ``max_tokens``, answers unescaped; and a streamed answer cut short (no finish reason) is
     asked again without streaming: llama-cpp-python ends a streamed tool call so, with nothing
     sent (answers with tools are then not streamed at all), and cuts a stream short when
-    another request waits for its single slot. An empty answer that did finish is the model's
-    own: passed on as it is.
+    another request waits for its single slot. An empty answer to a request with tools is
+    asked again for text (``compat.empty_answer_retry``); any other empty answer is the
+    model's own, passed on as it is.
 
     Args:
         compat (`OpenAICompatibility`): The shapes (``ModelSettings.openai_compat()``).
@@ -78,7 +95,7 @@ class OpenAICompatibleModel(OpenAIChatModel):
         super().__init__(*args, **kwargs)
         self.compat = compat
         self.streams_tool_calls = True
-        """``False`` once a streamed answer with tools came back empty."""
+        """``False`` once a streamed answer with tools was cut short before it said anything."""
 
     async def __call__(
         self,
@@ -90,10 +107,12 @@ class OpenAICompatibleModel(OpenAIChatModel):
         if tools and tool_choice is None and self.compat.tool_choice_auto:
             tool_choice = ToolChoice(mode="auto")
         if self.stream and tools and not self.streams_tool_calls:
-            return await self._unstreamed(messages, tools, tool_choice, kwargs)
+            answer = await self._unstreamed(messages, tools, tool_choice, kwargs)
+            return await self._text_instead(answer, messages, tools, tool_choice, kwargs)
         response = await super().__call__(messages, tools, tool_choice, **kwargs)
         if isinstance(response, ChatResponse):
-            return self._unescaped(response)
+            answer = self._unescaped(response)
+            return await self._text_instead(answer, messages, tools, tool_choice, kwargs)
         return self._checked(response, messages, tools, tool_choice, kwargs)
 
     async def _call_api(
@@ -132,21 +151,53 @@ class OpenAICompatibleModel(OpenAIChatModel):
         kwargs: dict[str, Any],
     ) -> AsyncGenerator[ChatResponse, None]:
         """The stream, unescaped; when it is cut short (no finish reason), the answer asked
-        again unstreamed (the chunks passed on so far stay passed on)."""
+        again unstreamed (the chunks passed on so far stay passed on); an empty answer to a
+        request with tools, asked again for text (:meth:`_text_instead`)."""
         said = False
+        final = None
+        cut = False
         try:
             async for chunk in stream:
-                if not chunk.is_last:
-                    said = said or not is_empty(chunk)
+                if chunk.is_last:
+                    final = self._unescaped(chunk)
+                    continue
+                said = said or not is_empty(chunk)
                 yield self._unescaped(chunk)
         except StreamCutShort:
+            cut = True
             if tools and not said:  # a streamed tool call ends so there: stop streaming those
                 self.streams_tool_calls = False
             logger.warning(STREAM_FALLBACK_NOTE, self.credential.base_url)
-            answer = await self._unstreamed(messages, tools, tool_choice, kwargs)
-            if answer.content:  # the agent builds its events from the chunks before the last
-                yield dataclasses.replace(answer, is_last=False)
-            yield answer
+            final = await self._unstreamed(messages, tools, tool_choice, kwargs)
+        if final is None:
+            return
+        answer = await self._text_instead(final, messages, tools, tool_choice, kwargs)
+        if (cut or answer is not final) and answer.content:
+            # a new answer: the agent builds its events from the chunks before the last
+            yield dataclasses.replace(answer, is_last=False)
+        yield dataclasses.replace(answer, is_last=True)
+
+    async def _text_instead(
+        self,
+        answer: ChatResponse,
+        messages: list[Msg],
+        tools: list[dict] | None,
+        tool_choice: ToolChoice | None,
+        kwargs: dict[str, Any],
+    ) -> ChatResponse:
+        """``answer``, or when it is empty and the request offered tools with ``tool_choice:
+        auto``, the answer to the same request with ``tool_choice: none``
+        (``compat.empty_answer_retry``: llama-cpp-python lets a model that chose to answer in
+        text write nothing)."""
+        if not (
+            self.compat.empty_answer_retry
+            and tools
+            and getattr(tool_choice, "mode", None) == "auto"
+            and is_empty(answer)
+        ):
+            return answer
+        logger.info(EMPTY_ANSWER_NOTE, self.credential.base_url)
+        return await self._unstreamed(messages, tools, ToolChoice(mode="none"), kwargs)
 
     async def _unstreamed(
         self,

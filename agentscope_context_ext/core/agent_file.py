@@ -75,11 +75,12 @@ class _Section(BaseModel):
 
 class OpenAICompatibility(_Section):
     """Request and answer shapes for an OpenAI-compatible server (``provider:
-    openai-compatible``; design §8). Each key defaults to ``true`` except ``unescape_html``:
-    the shapes they pick are valid OpenAI requests that every compatible server takes, and
-    llama-cpp-python's server takes nothing else (it answers HTTP 500 to a list of content
-    parts or a ``null`` content, offers its model no tool unless ``tool_choice`` is ``auto``
-    and ignores ``max_completion_tokens``; checked against the real server in B12)."""
+    openai-compatible``; design §8). The request keys default to ``true`` but
+    ``tool_results_as_user``: the shapes they pick are valid OpenAI requests that every
+    compatible server takes, and llama-cpp-python's server takes nothing else (it answers HTTP
+    500 to a list of content parts or a ``null`` content, offers its model no tool unless
+    ``tool_choice`` is ``auto`` and ignores ``max_completion_tokens``; checked against the real
+    server in B12)."""
 
     string_content: bool = True
     """Send each message's content as one string (its text parts joined by newlines), and
@@ -93,6 +94,16 @@ class OpenAICompatibility(_Section):
     """Turn HTML entities in the answers back into characters (``&#39;`` -> ``'``): a server
     whose chat template HTML-escapes the prompt (llama-cpp-python's
     ``chatml-function-calling``) has its model answer with entities."""
+    empty_answer_retry: bool = True
+    """Ask an empty answer to a request that offered tools with ``tool_choice: "auto"`` again
+    with ``tool_choice: "none"``: llama-cpp-python's ``chatml-function-calling`` lets a model
+    that chose to answer in text write nothing (its grammar after ``message:`` allows only a
+    function name or the end)."""
+    tool_results_as_user: bool = False
+    """Send each tool result as a user message (``[tool result: NAME, call ID]`` and its
+    text): llama-cpp-python's ``chatml-function-calling`` template drops ``tool`` messages, so
+    its model never sees what a tool returned (a server that checks the order of tool calls
+    and results refuses this)."""
 
 
 class ModelSettings(_Section):

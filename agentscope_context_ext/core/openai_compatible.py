@@ -22,10 +22,12 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 __all__ = [
+    "EMPTY_ANSWER_NOTE",
     "STREAM_FALLBACK_NOTE",
     "FinishWatch",
     "StreamCutShort",
     "string_content",
+    "tool_results_as_user",
     "unescape_entities",
     "unescape_values",
 ]
@@ -36,6 +38,13 @@ STREAM_FALLBACK_NOTE = (
     "request waits)"
 )
 """Logged when a streamed answer was cut short and asked again."""
+
+EMPTY_ANSWER_NOTE = (
+    "the server at %s answered a request with tools with nothing; asked again with "
+    'tool_choice "none" (llama-cpp-python lets a model that chose to answer in text write '
+    "nothing)"
+)
+"""Logged (info) when an empty answer to a request with tools is asked again for text."""
 
 
 class StreamCutShort(Exception):
@@ -84,6 +93,33 @@ def string_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             message = {**message, "content": "\n".join(str(part["text"]) for part in content)}
         plain.append(message)
     return plain
+
+
+def tool_results_as_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each ``tool`` message a ``user`` message headed ``[tool result:
+    NAME, call ID]`` (the name from the assistant's call of that id), for a server whose chat
+    template drops ``tool`` messages. String content stays a string; a list of parts gets the
+    header as a first text part."""
+    names = {
+        call.get("id"): (call.get("function") or {}).get("name", "tool")
+        for message in messages
+        for call in message.get("tool_calls") or []
+        if isinstance(call, dict)
+    }
+    shaped = []
+    for message in messages:
+        if message.get("role") != "tool":
+            shaped.append(message)
+            continue
+        call_id = message.get("tool_call_id", "")
+        header = f"[tool result: {names.get(call_id, 'tool')}, call {call_id}]"
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [{"type": "text", "text": header}, *content]
+        else:
+            content = f"{header}\n{content or ''}"
+        shaped.append({"role": "user", "content": content})
+    return shaped
 
 
 def unescape_entities(text: str) -> str:
