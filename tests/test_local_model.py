@@ -132,21 +132,23 @@ READ_FILE = {
 }
 
 
-async def _ask_with_tools(url: str, text: str) -> str:
+async def _ask_with_tools(url: str, text: str) -> tuple[str, int | None]:
     """One call of the built model, as the agent makes it: a system prompt, the user's text,
-    the tools offered; the answer's text."""
+    the tools offered; the answer's text and input tokens."""
     model, formatter = build_model(_settings(url))
     system = "You are a careful assistant. Read files with your tools before answering."
     if agentscope_major() >= 2:
         from agentscope.message import SystemMsg, TextBlock, UserMsg
 
         answer = await model([SystemMsg("system", system), UserMsg("user", text)], [READ_FILE])
-        return "".join(b.text for b in answer.content if isinstance(b, TextBlock))
+        said = "".join(b.text for b in answer.content if isinstance(b, TextBlock))
+        return said, answer.usage.input_tokens
     from agentscope.message import Msg
 
     prompt = await formatter.format([Msg("system", system, "system"), Msg("user", text, "user")])
     answer = await model(prompt, [READ_FILE])
-    return "".join(b.get("text", "") for b in answer.content if b.get("type") == "text")
+    said = "".join(b.get("text", "") for b in answer.content if b.get("type") == "text")
+    return said, answer.usage.input_tokens
 
 
 def test_a_text_answer_with_tools_offered_is_asked_again_without_them(
@@ -154,12 +156,15 @@ def test_a_text_answer_with_tools_offered_is_asked_again_without_them(
 ) -> None:
     """(Every text answer of a model offered tools was empty: SmolLM2 answers "Say hello."
     in text, and the server's grammar lets it write nothing.)"""
-    text = asyncio.run(_ask_with_tools(proxy.url, "Say hello."))
+    text, input_tokens = asyncio.run(_ask_with_tools(proxy.url, "Say hello."))
     first, again = proxy.since(0)
     assert first.request["tool_choice"] == "auto" and first.request["tools"]
     assert first.response()["choices"][0]["message"]["content"] == ""
     assert again.request["tool_choice"] == "none"
     assert text.strip() and text == again.response()["choices"][0]["message"]["content"]
+    # the input count is the first request's, tools included (the second left them out)
+    assert input_tokens == first.response()["usage"]["prompt_tokens"]
+    assert input_tokens > again.response()["usage"]["prompt_tokens"]
 
 
 def _settings(url: str, **options: object) -> ModelSettings:

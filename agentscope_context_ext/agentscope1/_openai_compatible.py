@@ -185,7 +185,8 @@ class OpenAICompatibleModel(OpenAIChatModel):
         ):
             return answer
         logger.info(EMPTY_ANSWER_NOTE, self.client.base_url)
-        return await self._unstreamed(model, messages, tools, "none", structured_model, kwargs)
+        text = await self._unstreamed(model, messages, tools, "none", structured_model, kwargs)
+        return dataclasses.replace(text, usage=with_input_of(answer.usage, text.usage))
 
     async def _unstreamed(
         self,
@@ -210,6 +211,15 @@ class OpenAICompatibleModel(OpenAIChatModel):
         return dataclasses.replace(
             response, content=[_unescaped(block) for block in response.content or []]
         )
+
+
+def with_input_of(asked: Any, answered: Any) -> Any:
+    """The usage of a text answer asked again, with the input count of the request asked
+    first: the pipeline compares the provider's count with its own of the prompt it counted,
+    tools included, and the second request left the tools out (a +585% "error" otherwise)."""
+    if asked is None or answered is None or not getattr(asked, "input_tokens", None):
+        return answered
+    return dataclasses.replace(answered, input_tokens=asked.input_tokens)
 
 
 def _renamed(options: dict[str, Any]) -> dict[str, Any]:

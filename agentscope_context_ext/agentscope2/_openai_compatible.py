@@ -33,7 +33,7 @@ from ..core.openai_compatible import (
     unescape_values,
 )
 
-__all__ = ["OpenAICompatibleFormatter", "OpenAICompatibleModel", "is_empty"]
+__all__ = ["OpenAICompatibleFormatter", "OpenAICompatibleModel", "is_empty", "with_input_of"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -197,7 +197,8 @@ class OpenAICompatibleModel(OpenAIChatModel):
         ):
             return answer
         logger.info(EMPTY_ANSWER_NOTE, self.credential.base_url)
-        return await self._unstreamed(messages, tools, ToolChoice(mode="none"), kwargs)
+        text = await self._unstreamed(messages, tools, ToolChoice(mode="none"), kwargs)
+        return dataclasses.replace(text, usage=with_input_of(answer.usage, text.usage))
 
     async def _unstreamed(
         self,
@@ -216,6 +217,15 @@ class OpenAICompatibleModel(OpenAIChatModel):
         if not self.compat.unescape_html:
             return response
         return dataclasses.replace(response, content=[_unescaped(b) for b in response.content])
+
+
+def with_input_of(asked: Any, answered: Any) -> Any:
+    """The usage of a text answer asked again, with the input count of the request asked
+    first: the pipeline compares the provider's count with its own of the prompt it counted,
+    tools included, and the second request left the tools out (a +585% "error" otherwise)."""
+    if asked is None or answered is None or not getattr(asked, "input_tokens", None):
+        return answered
+    return dataclasses.replace(answered, input_tokens=asked.input_tokens)
 
 
 def _unescaped(block: Any) -> Any:
