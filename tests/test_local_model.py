@@ -87,10 +87,14 @@ def test_a_streamed_tool_call_is_asked_again_unstreamed(
 ) -> None:
     """(It printed ``assistant: `` and exited 0: the stream ended empty after HTTP 200.)"""
     code = _chat(tmp_path, monkeypatch, proxy.url, True, "Read calc.py with read_file.")
-    out = capsys.readouterr().out
-    assert code == 0, out
-    answers = _answers(out)
-    assert answers and all(answers), out
+    captured = capsys.readouterr()
+    # never a silent empty answer: an answer, or (1.x's last word at max_iters is asked
+    # without tools, and SmolLM2 says nothing there) an error line and exit 1
+    if code == 0:
+        answers = _answers(captured.out)
+        assert answers and all(answers), captured.out
+    else:
+        assert code == 1 and "[error] smollm2 answered nothing" in captured.err, captured.err
     first, *rest = [e for e in proxy.since(0) if (e.request or {}).get("tools")]
     assert first.request["stream"] and first.status == 200 and "[DONE]" not in first.body, (
         "the server ends a streamed tool call empty (llama-cpp-python 0.3.36)"
@@ -182,7 +186,7 @@ def test_the_models_own_output_cap_is_obeyed(proxy: RecordingProxy) -> None:
     tokens)."""
     model, formatter = build_model(_settings(proxy.url, max_tokens=5))
     call = installed.model_call(model, formatter)
-    asyncio.run(call("You write long stories.", "Tell me a story about a dragon."))
+    asyncio.run(call("You count.", "Count from 1 to 100, separated by commas."))
     (exchange,) = proxy.since(0)
     assert exchange.request["max_tokens"] == 5
     assert "max_completion_tokens" not in exchange.request
@@ -200,7 +204,7 @@ def test_the_summary_calls_output_cap_is_obeyed(proxy: RecordingProxy) -> None:
     agent's own cap (here none)."""
     model, formatter = build_model(_settings(proxy.url))
     call = installed.model_call(model, formatter, max_tokens=12)
-    answer = asyncio.run(call("You write long stories.", "Tell me a story about a dragon."))
+    answer = asyncio.run(call("You count.", "Count from 1 to 100, separated by commas."))
     (exchange,) = proxy.since(0)
     assert exchange.request["max_tokens"] == 12 and exchange.request["stream"] is True
     deltas = [

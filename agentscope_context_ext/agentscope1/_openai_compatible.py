@@ -111,7 +111,8 @@ class OpenAICompatibleModel(OpenAIChatModel):
             kwargs = _renamed(kwargs)
         call = (model, messages, tools, tool_choice, structured_model, kwargs)
         if model.stream and tools and not self.streams_tool_calls:
-            return await self._text_instead(await self._unstreamed(*call), *call)
+            # 1.x's agent reads a streaming model's answer as a stream: one chunk, the answer
+            return _one_chunk(await self._text_instead(await self._unstreamed(*call), *call))
         response = await OpenAIChatModel.__call__(
             model, messages, tools, tool_choice, structured_model, **kwargs
         )
@@ -157,10 +158,11 @@ class OpenAICompatibleModel(OpenAIChatModel):
             logger.warning(STREAM_FALLBACK_NOTE, self.client.base_url)
             last = await self._unstreamed(*call)
             yield last
-        if last is not None:
-            answer = await self._text_instead(last, *call)
-            if answer is not last:
-                yield answer
+        # 1.x's parser yields nothing for a stream without content
+        seen = last if last is not None else ChatResponse(content=[])
+        answer = await self._text_instead(seen, *call)
+        if answer is not seen:
+            yield answer
 
     async def _text_instead(
         self,
@@ -220,6 +222,10 @@ def with_input_of(asked: Any, answered: Any) -> Any:
     if asked is None or answered is None or not getattr(asked, "input_tokens", None):
         return answered
     return dataclasses.replace(answered, input_tokens=asked.input_tokens)
+
+
+async def _one_chunk(answer: ChatResponse) -> AsyncGenerator[ChatResponse, None]:
+    yield answer
 
 
 def _renamed(options: dict[str, Any]) -> dict[str, Any]:
