@@ -151,8 +151,20 @@ class LocalStorage:
         self.location = str(self.root)
 
     def path(self, key: str) -> Path:
-        """The file of ``key``."""
-        return self.root / check_key(key)
+        """The file of ``key``.
+
+        Raises:
+            `ValueError`: ``key`` is not a workspace key, or it passes a link inside the folder:
+                a store never reads or writes through one (a link planted in one session's
+                folder would reach another session's files).
+        """
+        path = self.root / check_key(key)
+        step = self.root
+        for part in key.split("/"):
+            step = step / part
+            if step.is_symlink():
+                raise ValueError(f"not a workspace key: {key!r} passes a link ({step.name})")
+        return path
 
     # ------------------------------------------------------------------ values
 
@@ -174,9 +186,10 @@ class LocalStorage:
         return True
 
     def touch(self, key: str, ttl_seconds: float | None = None) -> bool:
-        path = self.path(key)
+        path = self.root / check_key(key)
         if path.is_symlink() or not path.is_file():
             return False  # never refresh (or follow) what this store did not write
+        path = self.path(key)  # no link on the way to it either
         os.utime(path)
         return True
 
