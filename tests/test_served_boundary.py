@@ -327,6 +327,33 @@ async def test_list_dir_and_grep_never_enter_another_users_or_sessions_folder(
         assert "kiwialice" not in answers[key] and "mangobob" not in answers[key]
 
 
+async def test_a_store_folder_of_ours_is_hidden_but_for_the_sessions_own(tmp_path: Path):
+    """``workspace:`` a folder: every session's files are in it (``agents/<id>/sessions/...``);
+    a root holding it shows a session only its own."""
+    store = tmp_path / "store"
+    factory = context_middleware_factory(served_config(tmp_path) | {"workspace": str(store)})
+    service = Service(tmp_path, factory)
+    for session in ("a1", "b1"):
+        await service.turn(session, f"read {SECRETS[session]}")
+
+    def saved(session: str) -> Path:
+        agent = SESSIONS[session][1]
+        folder = store / "agents" / agent / "sessions" / session / "context_ext" / "tool_result"
+        return next(folder.glob("*.txt"))
+
+    answers = await service.probe(
+        "b1",
+        {
+            "abs": ("read_file", {"file_path": str(saved("a1")), "end_line": 2}),
+            "relative": ("read_file", {"file_path": str(saved("a1").relative_to(tmp_path))}),
+            "own-abs": ("read_file", {"file_path": str(saved("b1")), "end_line": 2}),
+            "own": ("read_file", {"file_path": _tail(saved("b1")), "end_line": 2}),
+        },
+    )
+    assert one_line_refusal(answers["abs"]) and one_line_refusal(answers["relative"])
+    assert "figbob" in answers["own-abs"] and "figbob" in answers["own"]
+
+
 def _tail(path: Path) -> str:
     """``tool_result/<name>`` or ``dialog/<name>`` of a saved file."""
     return f"{path.parent.name}/{path.name}"
@@ -450,3 +477,46 @@ class BobClient:
         finally:
             served.client, served.agent_id = client, agent_id
             self.client.close()
+
+
+@needs_service
+def test_serve_keeps_its_folders_out_of_the_current_directory(tmp_path, monkeypatch):
+    """Without --storage and --workspaces, serve's records and workspaces go to this user's
+    data folder, not the project it is started in (where the file tools read); its start lines
+    say where."""
+    project, data = tmp_path / "project", tmp_path / "data"
+    project.mkdir()
+    (project / "agent.yaml").write_text(
+        "name: reader\n"
+        "model: {provider: openai-compatible, model: m, base_url: 'http://127.0.0.1:9/v1'}\n"
+        "tools: {explorer: {roots: ['.']}}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    served = ServeProcess(["--agent", "agent.yaml", "--port", "0"], project)
+    try:
+        served.new_session()
+    finally:
+        served.stop()
+    folder = data / "agentscope-context" / "serve"
+    assert (
+        f"records:     {folder / 'app.db'} (outside the agents' file tools' roots)" in served.lines
+    )
+    assert f"workspaces:  {folder / 'workspaces'} (outside" in "\n".join(served.lines)
+    assert (folder / "app.db").is_file()
+    assert [p.name for p in project.iterdir()] == ["agent.yaml"]
+
+
+def test_serves_data_folder_follows_xdg_else_the_home(tmp_path, monkeypatch):
+    from agentscope_context_ext.core.agent_file import ServeSettings, serve_data_folder
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert serve_data_folder() == tmp_path / "xdg" / "agentscope-context" / "serve"
+    for ignored in ("", "relative/data"):  # the XDG spec: a relative one is ignored
+        monkeypatch.setenv("XDG_DATA_HOME", ignored)
+        expected = tmp_path / "home" / ".local" / "share" / "agentscope-context" / "serve"
+        assert serve_data_folder() == expected
+    settings = ServeSettings(agent=Path("agent.yaml"))
+    assert settings.workspaces == expected / "workspaces"
+    assert settings.storage == f"sqlite:///{expected / 'app.db'}"
