@@ -62,7 +62,11 @@ async def test_read_file_refuses_in_one_line_whether_or_not_the_file_exists(tree
     relative = await read_file(str(secret.relative_to(tree["project"])))
     assert there.startswith("Error: ") and "\n" not in there and "kiwialice" not in there
     assert there.split(" ", 2)[2] == missing.split(" ", 2)[2]  # the same words after the path
-    assert relative.startswith("Error: ") and "other users'" in relative
+    # relative to the project root, a file of another session reads as absent: whether it
+    # exists is not told (the refusal above comes before looking)
+    assert relative == f"Error: file not found: {secret.relative_to(tree['project'])}"
+    absent = secret.with_name("gone.txt").relative_to(tree["project"])
+    assert await read_file(str(absent)) == f"Error: file not found: {absent}"
     assert "figbob" in await read_file("message/m.txt")
     assert "project note" in await read_file("notes.md")
 
@@ -74,6 +78,10 @@ async def test_explorer_never_lists_or_greps_a_hidden_folder(tree):
     assert (await list_dir("ws")).splitlines()[1:] == ["agent-b/"]
     assert (await list_dir("ws/agent-a")).startswith("Error: ws/agent-a is among")
     assert (await grep("x", "ws/agent-a")).startswith("Error: ")
+    # bad paths are one line, never an exception
+    assert (await list_dir("x" * 5000)).startswith("Error: ")
+    assert (await grep("x", "x" * 5000)).startswith("0 match(es)")
+    assert (await list_dir(None)) == "Error: None is not a path"
 
 
 async def test_explorer_follows_no_link_out_of_its_root(tmp_path):

@@ -423,6 +423,7 @@ def test_serve_keeps_bob_out_of_alices_saved_message(tmp_path):
                     "dotdot": ("read_file", {"file_path": f"planted/../{relative}", "end_line": 3}),
                     "link": ("read_file", {"file_path": f"planted/{saved.name}", "end_line": 3}),
                     "ls": ("list_dir", {"path": str(relative.parent.parent)}),
+                    "records": ("read_file", {"file_path": "agentscope-context-serve/app.db"}),
                     "grep": ("grep", {"pattern": "kiwialice", "path": "."}),
                 }
             )

@@ -63,7 +63,7 @@ def make_explorer_functions(
         folder = resolve(path)
         if isinstance(folder, str):
             return folder
-        if not folder.is_dir():
+        if not os.path.isdir(folder):  # also a name too long, not an exception
             return f"Error: {path} is not a directory"
         try:
             entries = sorted(
@@ -97,7 +97,7 @@ def make_explorer_functions(
     def files_under(start: Path) -> list[Path]:
         """The text files under ``start``, never walking into a folder it must not enter (a
         refusal of the start alone would let ``grep`` read a hidden folder from above)."""
-        if start.is_file():
+        if os.path.isfile(start):
             return [start] if readable(start) else []
         found = []
         for folder, subfolders, names in os.walk(start):  # links to folders are not followed

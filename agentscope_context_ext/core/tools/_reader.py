@@ -106,7 +106,11 @@ class FileReader:
             candidate = raw
         else:
             candidates = [root / raw for root in self.roots]
-            candidate = next((c for c in candidates if os.path.lexists(c)), candidates[0])
+            # a file there only where this session may not look is as good as absent: which
+            # answer it gets must not tell whether another session has it
+            seen = self.boundary.allows if self.boundary is not None else lambda _: True
+            found = (c for c in candidates if os.path.lexists(c) and seen(c))
+            candidate = next(found, candidates[0])
         if not any(is_within(candidate, root) for root in self.roots):
             roots = ", ".join(str(root) for root in self.roots)
             raise ReadFileError(
