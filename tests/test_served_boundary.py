@@ -354,6 +354,30 @@ async def test_a_store_folder_of_ours_is_hidden_but_for_the_sessions_own(tmp_pat
     assert "figbob" in answers["own-abs"] and "figbob" in answers["own"]
 
 
+async def test_hidden_names_the_services_folders(tmp_path: Path):
+    """``hidden=`` replaces the default (the folder holding the agent's workspace); the
+    agent's own other sessions stay hidden whatever it says."""
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "all-users.txt").write_text("kiwialice said something\n")
+    (tmp_path / "project.md").write_text("a project line\n")
+    factory = context_middleware_factory(served_config(tmp_path), hidden=[records])
+    service = Service(tmp_path, factory)
+    for session in ("b1", "b2"):
+        await service.turn(session, f"read {SECRETS[session]}")
+    answers = await service.probe(
+        "b1",
+        {
+            "records": ("read_file", {"file_path": str(records / "all-users.txt")}),
+            "sibling": ("read_file", {"file_path": str(service.saved("b2")), "end_line": 2}),
+            "project": ("read_file", {"file_path": "project.md"}),
+            "own": ("read_file", {"file_path": _tail(service.saved("b1")), "end_line": 2}),
+        },
+    )
+    assert one_line_refusal(answers["records"]) and one_line_refusal(answers["sibling"])
+    assert "project line" in answers["project"] and "figbob" in answers["own"]
+
+
 def _tail(path: Path) -> str:
     """``tool_result/<name>`` or ``dialog/<name>`` of a saved file."""
     return f"{path.parent.name}/{path.name}"

@@ -191,7 +191,7 @@ def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
         roots, context = explorer_context(spec)
     writers = [import_tool(dotted) for dotted in spec.tools.functions]
     # every user's conversations: no session's file tools see them, but its own (design §11.4)
-    hidden = [workspaces, *storage.files()]
+    hidden = [workspaces.absolute(), *storage.files()]
 
     async def tools(user_id: str, agent_id: str, session_id: str) -> list[Any]:
         own = session_folder(workspaces, agent_id, session_id)

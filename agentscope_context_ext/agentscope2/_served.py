@@ -139,7 +139,8 @@ def context_middleware_factory(
         check_storage_writable(store)
     checked: set = set()
     copies = Path(cache) if cache is not None else None
-    hidden_paths = None if hidden is None else [Path(path) for path in hidden]
+    # absolute now: a service that changes its directory later hides the same folders
+    hidden_paths = None if hidden is None else [Path(path).absolute() for path in hidden]
 
     async def factory(
         user_id: str, agent_id: str, session_id: str, workspace: Any = None
