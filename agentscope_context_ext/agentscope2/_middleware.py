@@ -183,6 +183,7 @@ class ContextMiddleware(MiddlewareBase):
                 notify=self.notice,
                 long_term_at=self.placement.long_term,
                 history=self.placement.history,
+                boundary=self.placement.boundary,
             )
             self.manager.middleware = self
             self.manager.per_turn = self.per_turn

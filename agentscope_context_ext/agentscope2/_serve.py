@@ -32,8 +32,9 @@ from ..core.agent_file import (
 )
 from ..core.errors import ConfigError
 from ..core.tools import make_explorer_functions
+from ..core.workspace import is_within
 from ._agent_file import model_credential
-from ._served import context_middleware_factory
+from ._served import context_middleware_factory, session_boundary, session_folder
 from ._tools import as_tool
 
 __all__ = ["StorageUrl", "build_app", "parse_storage_url", "serve_agent_file"]
@@ -53,6 +54,14 @@ class StorageUrl:
     port: int = 6379
     db: int = 0
     password: str | None = None
+
+    def files(self) -> list[Path]:
+        """The files holding the records (a SQLite database and its journals; none for
+        Redis): every user's conversations, hidden from the agents' file tools."""
+        if self.path is None:
+            return []
+        path = self.path.absolute()
+        return [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", "-journal"))]
 
 
 def parse_storage_url(url: str) -> StorageUrl:
@@ -177,13 +186,17 @@ def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
     from agentscope.app.workspace_manager import LocalWorkspaceManager
 
     context = spec.context
-    functions: list[Callable[..., Any]] = []
+    roots: list[Path] = []
     if spec.tools.explorer is not None:
         roots, context = explorer_context(spec)
-        functions += make_explorer_functions(roots[0])
     writers = [import_tool(dotted) for dotted in spec.tools.functions]
+    # every user's conversations: no session's file tools see them, but its own (design §11.4)
+    hidden = [workspaces.absolute(), *storage.files()]
 
     async def tools(user_id: str, agent_id: str, session_id: str) -> list[Any]:
+        own = session_folder(workspaces, agent_id, session_id)
+        boundary = session_boundary(hidden, [own])
+        functions = make_explorer_functions(roots[0], boundary) if roots else ()
         return [as_tool(f) for f in functions] + [as_tool(f, read_only=False) for f in writers]
 
     records = open_records(storage)
@@ -198,7 +211,7 @@ def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
         storage=records,
         message_bus=bus,
         workspace_manager=LocalWorkspaceManager(str(workspaces.resolve())),
-        extra_agent_middlewares=context_middleware_factory(context),
+        extra_agent_middlewares=context_middleware_factory(context, hidden=hidden),
         extra_agent_tools=tools,
         enable_channel_worker=False,
         enable_scheduler=False,
@@ -267,7 +280,7 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         ) as client:
             credential_id = await _credential(client, spec.name, credential)
             agent_id = await _agent(client, spec)
-        for line in _usage(
+        for line in _places(settings, storage, spec) + _usage(
             url, settings.user, agent_id, (credential["type"], credential_id, model_class), spec
         ):
             say(line)
@@ -376,3 +389,26 @@ def _usage(
         "a message:   curl -s -X POST " + f"{url}/chat/ {header} -d '{json.dumps(chat)}'",
         "stop with Ctrl-C",
     ]
+
+
+def _places(settings: ServeSettings, storage: StorageUrl, spec: AgentFile) -> list[str]:
+    """Where the records and the workspaces are, and whether the agents' file tools' roots
+    hold them (they then see only each session's own folder there)."""
+    roots = [Path(root).expanduser().absolute() for root in spec.context.tools.allowed_roots]
+    if spec.tools.explorer is not None:
+        roots += [Path(root).expanduser().absolute() for root in spec.tools.explorer.roots]
+    roots = roots or [Path.cwd()]  # read_file's default root
+
+    def where(path: Path, but: str = "") -> str:
+        holder = next((root for root in roots if is_within(path, root)), None)
+        if holder is None:
+            return "outside the agents' file tools' roots"
+        name = "the current directory" if holder == Path.cwd() else str(holder)
+        return f"inside {name}: hidden from the agents' file tools{but}"
+
+    workspaces = settings.workspaces.absolute()
+    records = f"redis://{storage.host}:{storage.port}/{storage.db}"
+    if storage.path is not None:
+        records = f"{storage.path.absolute()} ({where(storage.path.absolute())})"
+    own = " but for each session's own folder"
+    return [f"records:     {records}", f"workspaces:  {workspaces} ({where(workspaces, own)})"]

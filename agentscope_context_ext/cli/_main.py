@@ -190,14 +190,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
     serve.add_argument(
         "--storage",
-        default="sqlite:///agentscope-context-serve/app.db",
-        help="the service's records: sqlite:///FILE or redis://host:port/db",
+        help="the service's records: sqlite:///FILE or redis://host:port/db (default: "
+        "app.db in $XDG_DATA_HOME/agentscope-context/serve, else ~/.local/share/...)",
     )
     serve.add_argument(
         "--workspaces",
         type=Path,
-        default=Path("agentscope-context-serve/workspaces"),
-        help="folder of the agents' workspaces (one per agent)",
+        help="folder of the agents' workspaces, one per agent (default: workspaces/ in the "
+        "same folder); hidden from the agents' file tools but for each session's own folder",
     )
     serve.add_argument("--user", default="local", help="the user (X-User-ID) the agent is for")
     studio_arguments(serve)
@@ -426,13 +426,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise BadInput(f"--port {args.port}: not a port (0-65535)")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}", args.user):
         raise BadInput(f"--user {args.user!r}: use letters, digits, '.', '_', '@' or '-'")
+    places = {"storage": args.storage, "workspaces": args.workspaces}
     settings = ServeSettings(
         agent=args.agent,
         host=args.host,
         port=args.port,
-        storage=args.storage,
-        workspaces=args.workspaces,
         user=args.user,
+        **{name: value for name, value in places.items() if value is not None},
     )
     try:
         with studio(args, "serve"):

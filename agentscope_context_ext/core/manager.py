@@ -43,7 +43,7 @@ from .search import HistoryScope
 from .tokens import TokenCounter, known_max_input_tokens
 from .tools import make_dialog_tools, make_read_file
 from .tracing import in_conversation, record_span
-from .workspace import DialogStore, Storage, ToolResultStore
+from .workspace import DialogStore, ReadBoundary, Storage, ToolResultStore
 
 __all__ = ["DIALOG_TOOL_NAMES", "ContextManager", "LongTermHooks", "resolve_window"]
 
@@ -104,6 +104,8 @@ class ContextManager(ABC):
             (default: the workspace; a served agent's are its agent's, not its session's).
         history (`HistoryScope | None`): A served session's place among the others: the scopes
             ``search_dialog`` can cover beyond this conversation (design §6.2).
+        boundary (`ReadBoundary | None`): A served session's: what ``read_file`` may not read
+            inside its roots (the service's other users' and sessions' folders, §11.4).
 
     Attributes:
         pipeline (`ContextPipeline`): The steps run before every model call.
@@ -132,6 +134,7 @@ class ContextManager(ABC):
         long_term: LongTermHooks | None = None,
         long_term_at: Path | Storage | None = None,
         history: HistoryScope | None = None,
+        boundary: ReadBoundary | None = None,
     ) -> None:
         self.config = config
         self.port = port
@@ -140,6 +143,7 @@ class ContextManager(ABC):
         self.storage = storage
         self.dialog_store = dialog_store
         self.history = history
+        self.boundary = boundary
         self.bus = bus
         self.tool_result_store = tool_result_store or ToolResultStore(
             storage, ttl_days=config.truncation.ttl_days
@@ -198,6 +202,7 @@ class ContextManager(ABC):
                 max_bytes_cap=config.truncation.read_file_max_bytes(self.max_input_tokens),
                 held=self.tool_result_store.held,
                 sessions=self.history.storage_of if self.history is not None else None,
+                boundary=self.boundary,
             )
             tools.append(("read_file", reader))
         if config.tools.dialog:

@@ -1,11 +1,13 @@
 """The storage layer of the context (design §2.2): dialog logs, saved tool results, locks, on a
 local folder or a Redis server behind one :class:`Storage` interface."""
 
+from ._boundary import BOUNDARY_REFUSAL, ReadBoundary
 from ._dialog_records import DialogRecord, DialogRef, DictCodec, RecordCodec, dialog_date
 from ._dialog_store import DIALOG_DIRNAME, DialogStore
 from ._files import (
     atomic_write_bytes,
     atomic_write_text,
+    cache_folder_path,
     check_writable,
     ensure_directory,
     file_lock,
@@ -33,6 +35,7 @@ from ._tool_result_store import (
 )
 
 __all__ = [
+    "BOUNDARY_REFUSAL",
     "CLEANUP_INTERVAL_SECONDS",
     "DIALOG_DIRNAME",
     "MESSAGE_DIRNAME",
@@ -43,12 +46,14 @@ __all__ = [
     "DictCodec",
     "LocalStorage",
     "Placement",
+    "ReadBoundary",
     "RecordCodec",
     "Storage",
     "SubStorage",
     "ToolResultStore",
     "atomic_write_bytes",
     "atomic_write_text",
+    "cache_folder_path",
     "check_storage_writable",
     "check_writable",
     "dialog_date",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._boundary import ReadBoundary
 from ._dialog_store import DIALOG_DIRNAME
 from ._files import check_writable
 from ._storage import (
@@ -58,6 +59,9 @@ class Placement:
             pushes after each step that writes.
         history (`HistoryScope | None`): The session among the others of its place (the
             scopes of ``search_dialog``); ``None``: an agent that is not served.
+        boundary (`ReadBoundary | None`): What the session's file tools may not see (the
+            service's other users' and sessions' folders); ``None``: an agent that is not
+            served.
     """
 
     workspace: Path | str
@@ -65,3 +69,4 @@ class Placement:
     long_term: Path | Storage | None = None
     mirrors: tuple[Any, ...] = ()
     history: Any = None
+    boundary: ReadBoundary | None = None

@@ -136,6 +136,10 @@ def open_storage(workspace: str | os.PathLike[str] | Storage) -> Storage:
     return LocalStorage(text)
 
 
+class LinkedKeyError(ValueError):
+    """A key of a :class:`LocalStorage` passes a link inside its folder (never followed)."""
+
+
 class LocalStorage:
     """Keys are files under a folder; logs are files of lines; locks are ``flock`` files.
 
@@ -151,8 +155,20 @@ class LocalStorage:
         self.location = str(self.root)
 
     def path(self, key: str) -> Path:
-        """The file of ``key``."""
-        return self.root / check_key(key)
+        """The file of ``key``.
+
+        Raises:
+            `ValueError`: ``key`` is not a workspace key, or it passes a link inside the folder:
+                a store never reads or writes through one (a link planted in one session's
+                folder would reach another session's files).
+        """
+        path = self.root / check_key(key)
+        step = self.root
+        for part in key.split("/"):
+            step = step / part
+            if step.is_symlink():
+                raise LinkedKeyError(f"not a workspace key: {key!r} passes a link ({step.name})")
+        return path
 
     # ------------------------------------------------------------------ values
 
@@ -174,9 +190,12 @@ class LocalStorage:
         return True
 
     def touch(self, key: str, ttl_seconds: float | None = None) -> bool:
-        path = self.path(key)
-        if path.is_symlink() or not path.is_file():
+        try:
+            path = self.path(key)
+        except LinkedKeyError:
             return False  # never refresh (or follow) what this store did not write
+        if not path.is_file():
+            return False
         os.utime(path)
         return True
 
@@ -206,8 +225,8 @@ class LocalStorage:
                 for entry in os.scandir(self.path(prefix.rstrip("/")))
                 if entry.is_file(follow_symlinks=False)
             )
-        except (FileNotFoundError, NotADirectoryError):
-            return []
+        except (FileNotFoundError, NotADirectoryError, LinkedKeyError):
+            return []  # a linked folder holds nothing of this store's
 
     # ------------------------------------------------------------------ logs
 
