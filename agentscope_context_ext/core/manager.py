@@ -239,6 +239,9 @@ class ContextManager(ABC):
             except Exception as exc:
                 logger.exception("context pipeline failed")
                 await self.bus.emit(ContextWarning(where="pipeline", error=repr(exc)[:300]))
+                if isinstance(exc, OSError):  # the store failed: never send one over the window
+                    with self.port.one_step():
+                        await self.pipeline.refuse_unchecked(sys_prompt, tools, exc)
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
 
