@@ -367,6 +367,7 @@ def test_a_served_turn_on_a_frozen_workspace_ends_in_seconds_and_other_sessions_
         assert reply_end(served.chat(agent, first, "hello"))["finished_reason"] == "completed"
         store = seen["store"]
         opened = store.calls.blocking_calls
+        assert opened == 0, "the first turn (the session registered) blocked nothing either"
         other = OtherSession()
         ticking = asyncio.run_coroutine_threadsafe(other.run(), seen["loop"])
 
