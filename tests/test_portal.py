@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
+import weakref
 
 import pytest
 from greenlet import getcurrent
@@ -201,3 +203,20 @@ def test_outside_any_loop_there_is_no_portal() -> None:
 
 async def _inside() -> bool:
     return inside_portal()
+
+
+async def test_an_idle_portal_keeps_nothing_of_its_last_job() -> None:
+    """Portal greenlets are reused; one waiting for its next job must not hold the last one's
+    result (a turn's whole reply, say) alive."""
+
+    class Result:
+        pass
+
+    @portal
+    async def job() -> Result:
+        sync_store_call(asyncio.sleep(0))
+        return Result()
+
+    result = weakref.ref(await job())
+    gc.collect()
+    assert result() is None

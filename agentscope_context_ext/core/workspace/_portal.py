@@ -51,6 +51,8 @@ T = TypeVar("T")
 
 # Messages between the driver (on the loop) and the portal greenlet.
 _SEND, _THROW, _YIELDED, _WAIT, _DONE, _RAISED = range(6)
+_FINISHED = (_DONE, None)
+"""What a portal greenlet says when its coroutine ended (the outcome is on the greenlet)."""
 _IDLE_KEPT = 64
 """Portal greenlets kept per thread for reuse."""
 
@@ -62,6 +64,11 @@ _lock = threading.Lock()
 
 class _Portal(greenlet):
     """A greenlet stepping one coroutine; synchronous code inside it may :func:`wait`."""
+
+    job: tuple[Any, int, Any] | None = None
+    """The coroutine to drive next, and what to send or throw into it first."""
+    outcome: tuple[int, Any] | None = None
+    """How the last one ended: ``(_DONE, value)`` or ``(_RAISED, exception)``."""
 
 
 def inside_portal() -> bool:
@@ -119,12 +126,16 @@ def waits_pending() -> int:
         return _pending[0]
 
 
-def _serve(coro: Any, kind: int, value: Any) -> None:
-    """A portal greenlet's life: drive one coroutine, hand back its outcome, wait for the next
+def _serve() -> None:
+    """A portal greenlet's life: drive one coroutine, leave its outcome, wait for the next
     (a greenlet is kept for reuse: making one costs far more than switching to it)."""
+    me = getcurrent()
     while True:
-        outcome = _drive(coro, kind, value)
-        coro, kind, value = getcurrent().parent.switch(outcome)
+        coro, kind, value = me.job
+        me.job = None
+        me.outcome = _drive(coro, kind, value)
+        coro = value = None  # idle, it holds nothing of its last job
+        me.parent.switch(_FINISHED)
 
 
 def _drive(coro: Any, kind: int, value: Any) -> tuple[int, Any]:
@@ -168,9 +179,11 @@ class _Drive:
         child.parent = here
         # The same Context object as the task's: what the coroutine sets, the task sees.
         child.gr_context = here.gr_context
-        kind, value = child.switch(self.coro, _SEND, None)
+        child.job = (self.coro, _SEND, None)
+        message = child.switch()
         try:
-            while kind not in (_DONE, _RAISED):
+            while message is not _FINISHED:
+                kind, value = message
                 try:
                     if kind == _YIELDED:  # an ordinary suspension: the task's to handle
                         reply = (_SEND, (yield value))
@@ -179,9 +192,11 @@ class _Drive:
                 except BaseException as exc:  # noqa: BLE001 - cancellation too: passed inside
                     reply = (_THROW, exc)
                 child.parent = getcurrent()  # whoever steps the task now
-                kind, value = child.switch(reply)
+                message = child.switch(reply)
+            kind, value = child.outcome
+            child.outcome = None
         finally:
-            if kind in (_DONE, _RAISED) and len(idle) < _IDLE_KEPT:
+            if message is _FINISHED and len(idle) < _IDLE_KEPT:
                 child.gr_context = None
                 idle.append(child)
         if kind == _RAISED:
