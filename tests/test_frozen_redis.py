@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -153,6 +154,33 @@ def test_a_frozen_server_fails_each_call_in_time_then_at_once_and_recovers(
     storage.write("notes/b.md", b"after")
     assert storage.read("notes/b.md") == b"after"
     assert not storage.calls.breaker.is_open
+
+
+def test_every_store_on_a_frozen_server_knows_it_is_away(redis_server: RedisServer) -> None:
+    """The breaker is the server's: once two calls of one store ran out of time, a store opened
+    afterwards on the same server (another prefix, the next request's) fails at once, its
+    opening check included; after SIGCONT and the cool-down one probe closes it for all."""
+    first = open_storage(redis_server.url, timeout=DEADLINE)
+    other_url = redis_server.url.replace("prefix=frozen", "prefix=other")
+    clock = Clock()
+    breaker = first.calls.breaker
+    breaker.clock = clock  # the server's breaker, on the test's clock
+    try:
+        redis_server.freeze()
+        for _ in range(2):
+            with pytest.raises(WorkspaceError, match="did not answer"):
+                first.read("k")
+        with pytest.raises(WorkspaceError) as refused:
+            open_storage(other_url, timeout=DEADLINE)
+        assert "cannot reach the workspace" in str(refused.value)
+        assert "is not answering (2 calls in a row" in str(refused.value), "no call was made"
+        redis_server.thaw()
+        clock.now += 10
+        second = open_storage(other_url)
+        assert second.calls.breaker is breaker and not breaker.is_open
+        assert first.read("k") is None
+    finally:
+        breaker.clock = time.monotonic
 
 
 async def test_a_call_in_a_portal_leaves_the_loop_free_and_one_outside_is_counted(

@@ -52,7 +52,8 @@ class Breaker:
             raise ValueError("a breaker needs timeouts >= 1 and cooldown >= 0")
         self.timeouts = timeouts
         self.cooldown = cooldown
-        self._clock = clock
+        self.clock = clock
+        """Monotonic seconds (a test moves its own instead of waiting out a cool-down)."""
         self._lock = threading.Lock()
         self._failures = 0
         self._opened_at: float | None = None
@@ -69,7 +70,7 @@ class Breaker:
         with self._lock:
             if self._opened_at is None:
                 return None
-            waited = self._clock() - self._opened_at
+            waited = self.clock() - self._opened_at
             if waited >= self.cooldown and not self._probing:
                 self._probing = True
                 return None
@@ -88,7 +89,7 @@ class Breaker:
         with self._lock:
             self._failures += 1
             if self._probing or self._failures >= self.timeouts:
-                self._opened_at = self._clock()
+                self._opened_at = self.clock()
             self._probing = False
 
     def abandoned(self) -> None:

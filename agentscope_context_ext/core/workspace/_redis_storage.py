@@ -53,6 +53,8 @@ DEFAULT_PREFIX = "ace"
 LOCK_LEASE_SECONDS = 60.0
 """How long a lock outlives a holder that died without releasing it."""
 _PAGE = 1000
+_BREAKERS: dict[tuple, Breaker] = {}
+"""The breaker of each server (scheme, host, port) stores of this process were opened on."""
 _RELEASE = """if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
 return 0"""
 
@@ -70,7 +72,7 @@ class RedisStorage:
         lock_lease_seconds (`float`): How long a lock outlives a holder that died.
         timeout (`float`): The deadline of one call, in seconds.
         breaker (`Breaker | None`): When calls fail at once (default: after 2 calls in a row
-            out of time, for 10 s).
+            out of time, for 10 s; :meth:`from_url` shares one per server).
 
     Attributes:
         calls (`RemoteCalls`): Every round trip goes through it (its ``breaker``, its
@@ -112,7 +114,8 @@ class RedisStorage:
         breaker: Breaker | None = None,
     ) -> RedisStorage:
         """Connect to ``redis://[user:password@]host:port/db[?prefix=NAME][&lock_lease=SECONDS]``
-        and check it answers (within ``timeout`` seconds, the deadline of every call).
+        and check it answers (within ``timeout`` seconds, the deadline of every call). The
+        breaker is the server's (shared by every store of the process on it) unless given.
 
         Raises:
             `WorkspaceError`: A bad URL, no ``redis`` client installed, or no server there.
@@ -169,6 +172,11 @@ class RedisStorage:
             # No retry inside a call: the client's default (3 more attempts, on a timeout
             # too) made one call on a frozen server last minutes. The deadline is the call's.
             retry=Retry(NoBackoff(), 0),
+        )
+        # One breaker per server: what one store learnt (the server is away) every store of
+        # the process knows, including one opened for the next request.
+        breaker = breaker or _BREAKERS.setdefault(
+            (parsed.scheme, parsed.hostname, parsed.port or 6379), Breaker()
         )
         storage = cls(client, prefix, location, lease, timeout, breaker)
         try:
