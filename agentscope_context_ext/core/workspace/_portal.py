@@ -78,7 +78,7 @@ def inside_portal() -> bool:
 
 def on_loop_thread() -> bool:
     """Whether an event loop is running in this thread (a blocking call would stall it)."""
-    return asyncio._get_running_loop() is not None
+    return asyncio._get_running_loop() is not None  # get_running_loop() raises instead
 
 
 def wait(awaitable: Awaitable[T]) -> T:
