@@ -22,6 +22,7 @@ from agentscope.tool import Toolkit
 from ..core.config import ContextConfig
 from ..core.manager import ContextManager
 from ..core.messages import Message
+from ..core.workspace import portal
 from ._convert import to_view
 from ._middleware import ContextMiddleware
 from ._tools import as_tool
@@ -95,12 +96,14 @@ class ManagedAgent:
         store = self.manager.pipeline.parts.dialog_store
         return [to_view(record.msg) for record in store.iter_records()]
 
+    @portal
     async def load_session(self, session_id: str) -> None:
         """Load the state saved under ``session_id`` (nothing when there is none)."""
         data = self.manager.storage.read(_key(session_id))
         if data:
             self.agent.state = AgentState.model_validate_json(data)
 
+    @portal
     async def save_session(self, session_id: str) -> None:
         """Save the agent's state under ``session_id``."""
         self.manager.storage.write(_key(session_id), self.agent.state.model_dump_json().encode())

@@ -65,7 +65,7 @@ from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ContextManager
 from ..core.provider_errors import length_rejection, with_first_chunk
 from ..core.tracing import correct_chat_span
-from ..core.workspace import Placement, ToolResultStore, open_workspace
+from ..core.workspace import Placement, ToolResultStore, open_workspace, portal, portal_stream
 from ._convert import open_dialog, output_text
 from ._manager import AgentManager
 from ._offloader import ContextOffloader
@@ -129,7 +129,9 @@ class ContextMiddleware(MiddlewareBase):
         self.compaction_model = compaction_model
         if placement is None:
             extra = (NOTES_DIRNAME,) if self.config.long_term_memory.enabled else ()
-            placement = Placement(*open_workspace(self.config.workspace, extra))
+            placement = Placement(
+                *open_workspace(self.config.workspace, extra, self.config.workspace_timeout)
+            )
         self.placement = placement
         self.workspace, self.storage = placement.workspace, placement.storage
         self.print_notices = print_notices
@@ -215,6 +217,7 @@ class ContextMiddleware(MiddlewareBase):
         sent, self._outbox = self._outbox, []
         return sent
 
+    @portal_stream
     async def on_reply(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
     ) -> AsyncGenerator:
@@ -289,6 +292,7 @@ class ContextMiddleware(MiddlewareBase):
             logger.exception("long-term memory failed at the end of a served turn")
             await self.bus.emit(ContextWarning(where="long_term_memory", error=repr(exc)[:300]))
 
+    @portal_stream
     async def on_acting(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
     ) -> AsyncGenerator:
@@ -308,6 +312,7 @@ class ContextMiddleware(MiddlewareBase):
             self._running.discard(key)
             await self._push()
 
+    @portal
     async def on_model_call(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
     ) -> Any:
@@ -347,6 +352,7 @@ class ContextMiddleware(MiddlewareBase):
         await manager.usage_seen(response, sent, choice)
         return response
 
+    @portal
     async def on_compress_context(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
     ) -> None:
@@ -367,6 +373,7 @@ class ContextMiddleware(MiddlewareBase):
             self._running.discard("compress")
             await self._push()
 
+    @portal
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         manager = self._active(agent)
         if manager is None:

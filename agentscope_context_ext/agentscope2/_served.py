@@ -56,6 +56,7 @@ from ..core.workspace import (
     check_storage_writable,
     check_writable,
     open_storage,
+    portal,
     private_cache_folder,
 )
 from ._middleware import ContextMiddleware
@@ -135,13 +136,14 @@ def context_middleware_factory(
         raise ConfigError(f"memory_scope must be 'agent' or 'user', not {memory_scope!r}")
     store: Storage | None = None
     if "workspace" in settings.model_fields_set:
-        store = open_storage(settings.workspace)
+        store = open_storage(settings.workspace, settings.workspace_timeout)
         check_storage_writable(store)
     checked: set = set()
     copies = Path(cache) if cache is not None else None
     # absolute now: a service that changes its directory later hides the same folders
     hidden_paths = None if hidden is None else [Path(path).absolute() for path in hidden]
 
+    @portal  # the session's registration waits on the loop, like the turn's calls
     async def factory(
         user_id: str, agent_id: str, session_id: str, workspace: Any = None
     ) -> list[MiddlewareBase]:

@@ -236,6 +236,8 @@ class ContextConfig(_Section):
 
     workspace: str = ".agentscope-context"
     """Folder of ``dialog/``, ``tool_result/``, ``Memory.md`` and ``memory/``, or a Redis URL."""
+    workspace_timeout: float = Field(3.0, gt=0.0, le=300.0)
+    """Seconds one call to a Redis workspace may take; then it fails (two in a row: fail at once for 10 s)."""
     max_input_tokens: int | None = Field(None, ge=1024)
     """The model's input window; ``null`` looks the model up in a small table (else 131072)."""
     tokenizer: Literal["auto", "qwen", "o200k_base", "cl100k_base", "estimate"] = "auto"

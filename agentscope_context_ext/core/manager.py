@@ -43,7 +43,7 @@ from .search import HistoryScope
 from .tokens import TokenCounter, known_max_input_tokens
 from .tools import make_dialog_tools, make_read_file
 from .tracing import in_conversation, record_span
-from .workspace import DialogStore, ReadBoundary, Storage, ToolResultStore
+from .workspace import DialogStore, ReadBoundary, Storage, ToolResultStore, portal
 
 __all__ = ["DIALOG_TOOL_NAMES", "ContextManager", "LongTermHooks", "resolve_window"]
 
@@ -213,6 +213,7 @@ class ContextManager(ABC):
             tools += [("memory", tool) for tool in self.long_term_service.memory_tools()]
         return tools
 
+    @portal
     async def before_model_call(self, forced: bool = False, instruction: str | None = None) -> None:
         """What runs before every model call (or a compaction asked for now, ``forced``):
         long-term memory started and ``Memory.md`` shown as it is now, then the pipeline. A
@@ -243,6 +244,9 @@ class ContextManager(ABC):
             except Exception as exc:
                 logger.exception("context pipeline failed")
                 await self.bus.emit(ContextWarning(where="pipeline", error=repr(exc)[:300]))
+                if isinstance(exc, OSError):  # the store failed: never send one over the window
+                    with self.port.one_step():
+                        await self.pipeline.refuse_unchecked(sys_prompt, tools, exc)
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
 
@@ -251,6 +255,7 @@ class ContextManager(ABC):
         ``search_dialog`` until there is a dialog to read (see ``core.pipeline.ToolOffer``)."""
         return self.pipeline.offered_tools(schemas)
 
+    @portal
     async def record_usage(
         self,
         provider_input_tokens: int,
@@ -274,6 +279,7 @@ class ContextManager(ABC):
         count = await self.pipeline.count(sys_prompt, tools)
         self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
 
+    @portal
     async def recover_overflow(self, rejection: LengthRejection) -> PromptCount | None:
         """The provider rejected a call for its length: learn what it said and compact for
         one retry (``ContextPipeline.recover_overflow``); ``None`` when nothing about the prompt
@@ -286,6 +292,7 @@ class ContextManager(ABC):
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
 
+    @portal
     async def learn_rejection(self, rejection: LengthRejection) -> None:
         """A length rejection that came after the answer began (a retry is no longer
         possible): learn from it, so that the next calls fit."""
@@ -310,6 +317,7 @@ class ContextManager(ABC):
         """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
         return self.bus.subscribe(callback)
 
+    @portal
     async def compact_now(self, extra_instruction: str | None = None) -> PromptCount:
         """Compact right away (as far as a pair-safe cut allows), e.g. before a long task.
 
@@ -329,6 +337,7 @@ class ContextManager(ABC):
         """The agent's conversation as its framework's traces name it (``None``: unknown)."""
         return None
 
+    @portal
     async def count(self) -> PromptCount:
         """The token count of the prompt the agent would send now."""
         sys_prompt, tools = await self.prompt_parts()
@@ -344,17 +353,20 @@ class ContextManager(ABC):
         """The background Summarizer (``None`` when off)."""
         return self.long_term_service.summarizer if self.long_term_service else None
 
+    @portal
     async def drain(self) -> None:
         """Wait until every pending Summarizer job is done (or recorded as failed)."""
         if self.long_term_service is not None:
             await self.long_term_service.drain()
 
+    @portal
     async def consolidate_now(self) -> ConsolidationResult | None:
         """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
         if self.long_term_service is None:
             return None
         return await self.long_term_service.consolidate()
 
+    @portal
     async def end_turn(self) -> None:
         """A served turn is over (``per_turn``): the Summarizer's jobs awaited, a due daily
         consolidation run, long-term memory stopped."""

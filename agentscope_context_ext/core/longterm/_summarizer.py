@@ -22,6 +22,7 @@ from typing import Any
 
 from ..events import ContextWarning
 from ..tracing import ATTRIBUTE_PREFIX, context_span, fail_span
+from ..workspace import in_portal
 from ._consolidation import AgentRunner
 from ._store import LongTermMemory
 
@@ -154,7 +155,8 @@ class SummarizerService:
             task.cancel()
 
     def _start(self, path: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._run(path))
+        # in a portal: the job's workspace calls wait on the loop (design §2.3)
+        task = asyncio.get_running_loop().create_task(in_portal(self._run(path)))
         task.job_path = path  # type: ignore[attr-defined]
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

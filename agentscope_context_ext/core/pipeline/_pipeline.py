@@ -252,6 +252,32 @@ class ContextPipeline:
         )
         raise WorkspaceWriteError(message, fault.path, count.total, window)
 
+    async def refuse_unchecked(
+        self, sys_prompt: str, tools: list[dict] | None, failure: OSError
+    ) -> None:
+        """A step failed on the workspace (``failure``: a store that does not answer) where
+        no save-failure path caught it, so the prompt was not fitted: refuse it when it is
+        over the window (:class:`WorkspaceWriteError`, invariant 6); one within it goes out."""
+        count = await self.count(sys_prompt, tools)  # exact, and with no store call
+        window = self.parts.window.tokens
+        if count.total <= window:
+            return
+        reason = " ".join(str(failure).split())[:300] or type(failure).__name__
+        message = (
+            f"the prompt is {count.total:,} tokens, over the {window:,}-token window, and the "
+            f"workspace failed before it could be fitted ({reason}); nothing was sent and every "
+            "message is kept in memory. Call the agent again once the workspace answers."
+        )
+        await self.bus.emit(
+            ContextError(
+                reason="workspace write failed",
+                tokens=count.total,
+                max_input_tokens=window,
+                error=reason,
+            )
+        )
+        raise WorkspaceWriteError(message, "", count.total, window)
+
     async def stage_one_now(self, slot: ResultSlot) -> ResultChange | None:
         """Stage one on one result as it leaves the tool, before it is printed, streamed to
         AgentScope Studio or stored (the adapter calls this from inside the tool call). What it

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import TruncationConfig
-from ..workspace import TOOL_RESULT_DIRNAME, LocalStorage, ReadBoundary, Storage
+from ..workspace import TOOL_RESULT_DIRNAME, LocalStorage, ReadBoundary, Storage, portal
 from ._reader import FileReader, ReadFileError, resolve_allowed_roots
 
 __all__ = ["make_read_file"]
@@ -104,7 +104,7 @@ def make_read_file(
         return read(file_path, start_line, end_line, start_byte)
 
     if sessions is None:
-        return read_file
+        return portal(read_file)  # its workspace calls wait on the loop (design §2.3)
 
     async def read_file_of_session(
         file_path: str,
@@ -118,7 +118,7 @@ def make_read_file(
 
     read_file_of_session.__doc__ = (read_file.__doc__ or "").rstrip() + SESSION_ARG
     read_file_of_session.__name__ = read_file_of_session.__qualname__ = "read_file"
-    return read_file_of_session
+    return portal(read_file_of_session)
 
 
 SESSION_ARG = """

@@ -22,7 +22,7 @@ __all__ = ["Placement", "open_workspace"]
 
 
 def open_workspace(
-    workspace: str, extra_folders: tuple[str, ...] = ()
+    workspace: str, extra_folders: tuple[str, ...] = (), timeout: float | None = None
 ) -> tuple[Path | str, Storage]:
     """The workspace (its folder, or the Redis URL with the password hidden) and its storage,
     after a write has been taken: a clear :class:`WorkspaceError` now (a folder that is not
@@ -33,10 +33,12 @@ def open_workspace(
         workspace (`str`): A folder or a ``redis://`` URL (``ContextConfig.workspace``).
         extra_folders (`tuple[str, ...]`): Folders to probe besides ``dialog/`` and
             ``tool_result/`` (``notes/`` with long-term memory on).
+        timeout (`float | None`): The deadline of one call to a server
+            (``ContextConfig.workspace_timeout``; ``None``: the default).
     """
     refuse_other_schemes(workspace)  # before a folder named after it is created
     if is_storage_url(workspace):
-        storage = open_storage(workspace)
+        storage = open_storage(workspace, timeout)
         check_storage_writable(storage)
         return storage.location, storage
     folder = check_writable(Path(workspace), (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME, *extra_folders))

@@ -116,9 +116,16 @@ class Storage(Protocol):
         ...
 
 
-def open_storage(workspace: str | os.PathLike[str] | Storage) -> Storage:
+def open_storage(
+    workspace: str | os.PathLike[str] | Storage, timeout: float | None = None
+) -> Storage:
     """The storage a ``workspace`` value names: a :class:`Storage` as is, a Redis URL, or a
     folder (created if needed).
+
+    Args:
+        workspace (`str | os.PathLike | Storage`): The folder, URL or storage.
+        timeout (`float | None`): The deadline of one call to a server, in seconds
+            (``workspace_timeout``; ``None``: its default, 3 s). A folder has none.
 
     Raises:
         `WorkspaceError`: A bad URL (or a URL of another scheme), an unreachable server, a
@@ -132,7 +139,9 @@ def open_storage(workspace: str | os.PathLike[str] | Storage) -> Storage:
     if isinstance(text, str) and is_storage_url(text):
         from ._redis_storage import RedisStorage
 
-        return RedisStorage.from_url(text)
+        if timeout is None:
+            return RedisStorage.from_url(text)
+        return RedisStorage.from_url(text, timeout=timeout)
     return LocalStorage(text)
 
 
