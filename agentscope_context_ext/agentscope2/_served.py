@@ -27,7 +27,7 @@ worker, or after a restart, continues where the last one stopped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,6 +54,8 @@ from ..core.workspace import (
 )
 from ._middleware import ContextMiddleware
 from ._mirror import WorkspaceMirror
+from ._refusal import RefusedTurn
+from ._tool_filter import ToolFilter
 from ._tracing import traced
 
 __all__ = ["CONTEXT_DIRNAME", "MiddlewareFactory", "context_middleware_factory", "served_placement"]
@@ -80,6 +82,7 @@ def context_middleware_factory(
     compaction_model: ChatModelBase | None = None,
     mirror: bool | None = None,
     cache: str | Path | None = None,
+    tools: Collection[str] | None = None,
 ) -> MiddlewareFactory:
     """The ``extra_agent_middlewares`` factory of ``create_app``: context management for every
     agent the service runs.
@@ -105,6 +108,14 @@ def context_middleware_factory(
             files are not on this machine (a sandbox), ``True`` for every workspace.
         cache (`str | Path | None`): Where the local copies are (default: this user's
             private folder in the temporary directory, :func:`~agentscope_context_ext.core.workspace.private_cache_folder`).
+        tools (`Collection[str] | None`): The tools each agent keeps of those ``create_app``
+            gives it, by name (e.g. those of ``extra_agent_tools``); the extension adds its
+            own. AgentScope's built-ins (its workspace's Bash, Read, Write, ..., the Task*,
+            Team* and Schedule* tools, skills, MCPs) and the workspace's instructions go
+            (:class:`ToolFilter`). ``None`` (default): the toolkit as the service made it.
+
+    A turn whose files cannot be placed (a workspace that cannot be written) is refused on
+    its stream, with the reason (:class:`RefusedTurn`), as every refusal of ours in a turn is.
 
     Raises:
         `ConfigError`: The configuration is invalid, now rather than at the first turn.
@@ -119,22 +130,26 @@ def context_middleware_factory(
         check_storage_writable(store)
     checked: set = set()
     copies = Path(cache) if cache is not None else None
+    keep = ToolFilter(tools) if tools is not None else None
 
     async def factory(
         user_id: str, agent_id: str, session_id: str, workspace: Any = None
     ) -> list[MiddlewareBase]:
-        placement = served_placement(
-            settings,
-            user_id,
-            agent_id,
-            session_id,
-            workspace,
-            store=store,
-            memory_scope=memory_scope,
-            checked=checked,
-            mirror=mirror,
-            cache=copies,
-        )
+        try:
+            placement = served_placement(
+                settings,
+                user_id,
+                agent_id,
+                session_id,
+                workspace,
+                store=store,
+                memory_scope=memory_scope,
+                checked=checked,
+                mirror=mirror,
+                cache=copies,
+            )
+        except ContextExtError as exc:  # said on the turn's stream, not "setup failed"
+            return [RefusedTurn(exc)]
         middleware = ContextMiddleware(
             settings,
             compaction_model=compaction_model,
@@ -144,7 +159,8 @@ def context_middleware_factory(
         )
         # create_app adds no tracing of its own: with a tracer provider installed (trace_to,
         # ``serve --studio-url``), each turn is traced, its spans around ours (design §9.1).
-        return traced(middleware) if tracing_enabled() else [middleware]
+        middlewares = traced(middleware) if tracing_enabled() else [middleware]
+        return middlewares if keep is None else [keep, *middlewares]
 
     return factory
 
