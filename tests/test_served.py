@@ -143,6 +143,8 @@ async def test_bad_settings_are_clear_errors_at_once(tmp_path):
         context_middleware_factory({"max_input_tokens": -5})
     with pytest.raises(ConfigError):
         context_middleware_factory(config(), memory_scope="team")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="tool names"):
+        context_middleware_factory(config(), tools="lookup")
     factory = context_middleware_factory(config())
     # a turn without a workspace to put the files in is refused on its own stream
     (refused,) = await factory("alice", "agent-1", "s1", None)

@@ -130,6 +130,8 @@ def context_middleware_factory(
         check_storage_writable(store)
     checked: set = set()
     copies = Path(cache) if cache is not None else None
+    if isinstance(tools, str):
+        raise ConfigError(f"tools: a list of tool names, not one string ({tools!r})")
     keep = ToolFilter(tools) if tools is not None else None
 
     async def factory(
