@@ -259,12 +259,14 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] = print) -> None:
-    """Serve the agent file's agent until interrupted: ``create_app`` under uvicorn on
-    ``settings.host:settings.port``, the file's model registered as a credential and its agent
-    for ``settings.user`` (reused when they exist), the URL and curl lines printed.
+    """Serve the agent file's agent until interrupted (Ctrl-C, SIGTERM): ``create_app`` under
+    uvicorn on ``settings.host:settings.port``, the file's model registered as a credential
+    and its agent for ``settings.user`` (reused when they exist), the prompt's fixed part, the
+    URL and curl lines printed.
 
     Raises:
-        `ConfigError`: A bad agent file, storage URL or busy port (one line each).
+        `ConfigError`: A bad agent file, storage URL or busy port, or a system prompt and tool
+            schemas past the window's compaction point (one line each).
     """
     try:
         import agentscope.app  # noqa: F401 - what create_app needs, checked before anything else
