@@ -36,6 +36,9 @@ AGENTSCOPE2_ONLY = frozenset(
         "test_served_harness.py",
         "test_served_workers.py",
         "test_served_adversary.py",
+        "test_serve_agent_file.py",
+        "test_served_refusals.py",
+        "test_serve_stop.py",
     }
 )
 """Test files about AgentScope 2.x's own objects (the middleware, its state, events and image

@@ -140,7 +140,9 @@ def serve_factories(root: Path):
         {
             "name": "reader",
             "model": {"provider": "openai-compatible", "model": "m", "base_url": "http://x:1"},
-            "tools": {"explorer": {"roots": [str(root)]}},
+            # The harness's agents have big_output and the factories' tools, no built-ins of
+            # AgentScope's: nothing for serve's tool filter to take, but big_output to keep.
+            "tools": {"explorer": {"roots": [str(root)]}, "agentscope_builtins": True},
             "context": served_config(root),
         }
     )

@@ -17,6 +17,8 @@ provider              model class               credential               ``base_
 a name it does not have is an error that lists the ones it has. ``model.compat``
 (``openai-compatible``) swaps in :class:`OpenAIStringContentFormatter` and
 :class:`OpenAIAutoToolChoiceModel`, subclasses that change only the request's shape.
+:func:`model_arguments` is what a served session's model gets of the same settings
+(``_served_model.py``), so ``chat`` and ``serve`` send the same requests.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import Msg
 from agentscope.model import ChatModelBase, OpenAIChatModel
 from agentscope.tool import ToolChoice, Toolkit
+from pydantic import BaseModel
 
 from ..core.agent_file import (
     LOCAL_KEY,
@@ -53,8 +56,10 @@ __all__ = [
     "ModelUnavailable",
     "OpenAIAutoToolChoiceModel",
     "OpenAIStringContentFormatter",
+    "auto_tool_choice",
     "build_agent",
     "build_model",
+    "model_arguments",
 ]
 
 MODEL_APIS: dict[str, ModelApi] = {
@@ -86,9 +91,17 @@ class OpenAIAutoToolChoiceModel(OpenAIChatModel):
         tool_choice: ToolChoice | None = None,
         **kwargs: Any,
     ) -> Any:
-        if tools and tool_choice is None:
-            tool_choice = ToolChoice(mode="auto")
-        return await super().__call__(messages, tools, tool_choice, **kwargs)
+        return await super().__call__(
+            messages, tools, auto_tool_choice(tools, tool_choice), **kwargs
+        )
+
+
+def auto_tool_choice(tools: list[dict] | None, tool_choice: ToolChoice | None) -> ToolChoice | None:
+    """``auto`` when tools are sent and the caller set no choice (``compat.tool_choice_auto``:
+    such a server offers the tools to the model only then), else ``tool_choice``."""
+    if tools and tool_choice is None:
+        return ToolChoice(mode="auto")
+    return tool_choice
 
 
 _CLASSES = {
@@ -98,46 +111,6 @@ _CLASSES = {
     "anthropic": ("AnthropicChatModel", "AnthropicCredential"),
     "ollama": ("OllamaChatModel", "OllamaCredential"),
 }
-
-
-_SERVED_CLASSES = {
-    "dashscope": ("dashscope_credential", "dashscope_chat"),
-    "openai": ("openai_credential", "openai_chat"),
-    "openai-compatible": ("openai_credential", "openai_chat"),
-    "anthropic": ("anthropic_credential", "anthropic_chat"),
-    "ollama": ("ollama_credential", "ollama_chat"),
-}
-
-
-def model_credential(settings: ModelSettings) -> tuple[dict[str, Any], str]:
-    """The agent file's model as ``create_app`` keeps it: the credential's data (its ``type``,
-    key and server) and the ``model_class`` a session names.
-
-    Raises:
-        `ConfigError`: A key the provider needs is not set, ``openai-compatible`` has no
-            ``base_url``, or the file asks for ``compat`` behaviour (the service builds the
-            provider's own model class from the credential, which has none).
-    """
-    provider = settings.provider
-    if provider == "openai-compatible" and not settings.base_url:
-        raise ConfigError("model.base_url: an openai-compatible model needs the server's URL")
-    if settings.compat is not None and (
-        settings.compat.string_content or settings.compat.tool_choice_auto
-    ):
-        raise ConfigError(
-            "model.compat: the service builds AgentScope's own model class from the credential, "
-            "without compat settings; serve this agent from a server that needs none"
-        )
-    credential_type, model_class = _SERVED_CLASSES[provider]
-    data: dict[str, Any] = {"type": credential_type}
-    if provider == "ollama":
-        if settings.base_url:
-            data["host"] = settings.base_url
-    else:
-        data["api_key"] = settings.api_key() or LOCAL_KEY
-        if settings.base_url:
-            data["base_url"] = settings.base_url
-    return data, model_class
 
 
 def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
@@ -168,35 +141,59 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
         if settings.base_url:
             fields["base_url"] = settings.base_url
         credential = credential_class(**fields)
-    extra: dict[str, Any] = {}
     compat = settings.compat
     if compat is not None and compat.tool_choice_auto:
         model_class = OpenAIAutoToolChoiceModel
-    if compat is not None and compat.string_content:
-        extra["formatter"] = OpenAIStringContentFormatter()
-    known = set(model_class.Parameters.model_fields)
-    unknown = sorted(set(settings.options) - known)
-    if unknown:
-        raise ConfigError(
-            f"model.options.{unknown[0]}: not a parameter of AgentScope 2.x's {model_name} "
-            f"(it has: {', '.join(sorted(known))})"
-        )
+    arguments = model_arguments(settings, model_class)
     try:
-        model = model_class(
-            credential=credential,
-            model=settings.model,
-            parameters=model_class.Parameters(**settings.options),
-            stream=settings.stream,
-            **extra,
-        )
+        model = model_class(credential=credential, model=settings.model, **arguments)
     except ImportError:
         raise ModelUnavailable(
             f"model.provider: {provider} needs its client (pip install "
             f"'agentscope-context-ext[{provider}]')"
         ) from None
+    return model, model.formatter
+
+
+def model_arguments(
+    settings: ModelSettings,
+    model_class: type[ChatModelBase],
+    session: BaseModel | None = None,
+) -> dict[str, Any]:
+    """The agent file's model settings beyond the server and the key, as keyword arguments of
+    ``model_class``: ``parameters`` (``model.options``), ``stream`` and, for
+    ``compat.string_content``, the ``formatter``. ``chat``'s model and every served session's
+    (``_served_model.py``) are made with them.
+
+    Args:
+        settings (`ModelSettings`): The agent file's ``model:``.
+        model_class (`type[ChatModelBase]`): The 2.x model class (its ``Parameters``).
+        session (`BaseModel | None`): A served session's own parameters: those it set itself
+            are kept where the file's options say nothing; the file's options win.
+
+    Raises:
+        `ConfigError`: An option is not one of the model's parameters, or of the wrong type.
+    """
+    known = set(model_class.Parameters.model_fields)
+    unknown = sorted(set(settings.options) - known)
+    if unknown:
+        # the class the user knows: AgentScope's, not a subclass of ours
+        name = next(
+            c.__name__ for c in model_class.__mro__ if c.__module__.startswith("agentscope.")
+        )
+        raise ConfigError(
+            f"model.options.{unknown[0]}: not a parameter of AgentScope 2.x's {name} "
+            f"(it has: {', '.join(sorted(known))})"
+        )
+    chosen = session.model_dump(include=session.model_fields_set) if session is not None else {}
+    try:
+        parameters = model_class.Parameters(**{**chosen, **settings.options})
     except ValueError as exc:  # pydantic: a parameter of the wrong type
         raise ConfigError(f"model.options: {' '.join(str(exc).split())[:300]}") from None
-    return model, model.formatter
+    arguments: dict[str, Any] = {"parameters": parameters, "stream": settings.stream}
+    if settings.compat is not None and settings.compat.string_content:
+        arguments["formatter"] = OpenAIStringContentFormatter()
+    return arguments
 
 
 def build_agent(

@@ -23,7 +23,8 @@ What each hook does:
   (``read_file``, ``read_dialog``, ``search_dialog``, the memory tools); every event of the
   extension and every notice goes out on the reply's event stream as a 2.x ``CustomEvent``
   (``context_ext.compaction_finished``, ``context_ext.notice``, ...), where a ``create_app``
-  client reads it (design §11.3);
+  client reads it (design §11.3); a served turn we refuse ends there too, with the reason
+  (``_refusal.py``);
 - ``on_acting``: stage one on every tool response as it leaves the tool, before 2.x writes it
   into the context (and before 2.x's ``tool_result_limit`` split sees it);
 - ``on_compress_context``: 2.x calls it before every reasoning step; the whole pipeline runs
@@ -54,7 +55,7 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
-from agentscope.event import CustomEvent, EventBase, ReplyEndEvent
+from agentscope.event import CustomEvent, EventBase, ReplyEndEvent, ReplyStartEvent
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
 
@@ -69,6 +70,7 @@ from ..core.workspace import Placement, ToolResultStore, open_workspace, portal,
 from ._convert import open_dialog, output_text
 from ._manager import AgentManager
 from ._offloader import ContextOffloader
+from ._refusal import refusal
 from ._tracing import tracing_after_cuts
 
 __all__ = ["ContextMiddleware", "enable_context_management"]
@@ -101,7 +103,10 @@ class ContextMiddleware(MiddlewareBase):
             well as sending it on the event stream; a served agent's go on the stream only.
         per_turn (`bool`): The middleware lives for one reply (``create_app`` builds a new one
             each turn): at the reply's end the Summarizer's jobs are awaited and long-term
-            memory is stopped, so nothing is left running for a middleware that is gone.
+            memory is stopped, so nothing is left running for a middleware that is gone; and a
+            refusal of ours (``ContextExtError``) ends the reply on its stream, a
+            ``context_ext.error`` event and a ``ReplyEndEvent`` saying why, instead of raising
+            into the service (which would report "an unknown error").
 
     Attributes:
         offloader (`ContextOffloader`): Pass it as the agent's ``offloader``: what 2.x offloads
@@ -221,13 +226,22 @@ class ContextMiddleware(MiddlewareBase):
     async def on_reply(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
     ) -> AsyncGenerator:
-        if self.placement.mirrors and not self._pulled:
-            self._pulled = True
-            await self._pull()
-        manager = self._active(agent)
-        if manager is not None:
-            await manager.attach_tools()
+        try:
+            if self.placement.mirrors and not self._pulled:
+                self._pulled = True
+                await self._pull()
+            manager = self._active(agent)
+            if manager is not None:
+                await manager.attach_tools()
+        except ContextExtError as exc:
+            if not self.per_turn:
+                raise
+            for event in refusal(agent, exc, None, self._sent()):
+                yield event
+            return
         interrupted = False
+        refused: ContextExtError | None = None
+        reply_id: str | None = None
         try:
             async for item in next_handler(**input_kwargs):
                 # What the extension did since the last event goes out first: a compaction
@@ -235,12 +249,20 @@ class ContextMiddleware(MiddlewareBase):
                 if self._outbox and isinstance(item, EventBase):
                     for event in self._sent():
                         yield event
+                if isinstance(item, ReplyStartEvent):
+                    reply_id = item.reply_id
                 if isinstance(item, ReplyEndEvent):
                     interrupted = str(getattr(item, "finished_reason", "")) == "interrupted"
                 yield item
         except (asyncio.CancelledError, GeneratorExit):
             interrupted = True
             raise
+        except ContextExtError as exc:
+            if not self.per_turn:
+                raise
+            # served: the service would report it as an unknown error; the reply ends
+            # saying it instead (after the turn's end below)
+            refused = exc
         finally:
             if manager is not None and self.per_turn:
                 if interrupted:
@@ -254,6 +276,9 @@ class ContextMiddleware(MiddlewareBase):
             # what this turn wrote reaches a sandboxed workspace even when stopped: the next
             # turn may be another worker's
             await self._push()
+        if refused is not None:
+            for event in refusal(agent, refused, reply_id, self._sent()):
+                yield event
         for event in self._sent():
             yield event
 

@@ -2,10 +2,14 @@
 (``agentscope-context serve``, design §11.3).
 
 :func:`build_app` is ``create_app`` with :func:`context_middleware_factory` for the agent file's
-context settings, the agent file's tools for every agent, SQLite (one process) or Redis storage
-(several workers, with ``RedisMessageBus``) and a ``LocalWorkspaceManager``. :func:`serve` runs it
-under uvicorn and registers the agent file's model as a credential and its agent, for one user,
-through the service's own HTTP API (so what it makes is what a client would have made).
+context settings, the agent file's tools for every agent and no other (AgentScope's built-ins
+only when the file says ``tools.agentscope_builtins``), the agent file's model settings on every
+call (``_served_model.py``), SQLite (one process) or Redis storage (several workers, with
+``RedisMessageBus``) and a ``LocalWorkspaceManager``. :func:`serve` measures what every prompt
+holds before any message (``_serve_prompt.py``), runs the app under uvicorn (stopping within
+seconds, streams open or not: ``_serve_stop.py``) and registers the agent file's model as a
+credential and its agent, for one user, through the service's own HTTP API (so what it makes
+is what a client would have made).
 
 One module on purpose: the command is one sequence (check the places, open the records, build
 the app, start it, register, print) whose steps are short and read in order.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,8 +38,10 @@ from ..core.agent_file import (
 from ..core.errors import ConfigError
 from ..core.tools import make_explorer_functions
 from ..core.workspace import is_within
-from ._agent_file import model_credential
+from ._serve_log import AGENTSCOPE_LOGGER, OneLineFailures
+from ._serve_prompt import measure_served_prompt
 from ._served import context_middleware_factory, session_boundary, session_folder
+from ._served_model import SERVED_CREDENTIALS, model_credential
 from ._tools import as_tool
 
 __all__ = ["StorageUrl", "build_app", "parse_storage_url", "serve_agent_file"]
@@ -174,9 +181,12 @@ async def probe_records(storage: StorageUrl, url: str) -> None:
 
 def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
     """``create_app`` for the agent file: context management for every agent it runs (the
-    file's ``context`` settings), the file's tools, the storage and a local workspace per
-    agent under ``workspaces``. Background workers that need the outside world (channels,
-    schedules, the knowledge index) are off.
+    file's ``context`` settings), the file's tools and no other unless the file says
+    ``tools.agentscope_builtins``, its model settings on every call of a session with the
+    credential :func:`model_credential` makes, the storage and a local workspace per agent
+    under ``workspaces``. Background workers that need the outside world (channels,
+    schedules, the knowledge index) are off; the message bus ends its streams when the
+    server stops (:class:`StoppingServer`).
 
     Raises:
         `ConfigError`: The agent file's tools cannot be built.
@@ -184,6 +194,8 @@ def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
     from agentscope.app import create_app
     from agentscope.app.message_bus import InMemoryMessageBus, RedisMessageBus
     from agentscope.app.workspace_manager import LocalWorkspaceManager
+
+    from ._serve_stop import stopping_bus
 
     context = spec.context
     roots: list[Path] = []
@@ -201,22 +213,38 @@ def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
 
     records = open_records(storage)
     if storage.kind == "sqlite":
-        bus: Any = InMemoryMessageBus()
+        bus: Any = stopping_bus(InMemoryMessageBus)
     else:
-        bus = RedisMessageBus(
-            host=storage.host, port=storage.port, db=storage.db, password=storage.password
+        bus = stopping_bus(
+            RedisMessageBus,
+            host=storage.host,
+            port=storage.port,
+            db=storage.db,
+            password=storage.password,
         )
     workspaces.mkdir(parents=True, exist_ok=True)
+    keep = None if spec.tools.agentscope_builtins else file_tool_names(spec)
     return create_app(
         storage=records,
         message_bus=bus,
         workspace_manager=LocalWorkspaceManager(str(workspaces.resolve())),
-        extra_agent_middlewares=context_middleware_factory(context, hidden=hidden),
+        extra_credentials=list(SERVED_CREDENTIALS),
+        extra_agent_middlewares=context_middleware_factory(context, hidden=hidden, tools=keep),
         extra_agent_tools=tools,
         enable_channel_worker=False,
         enable_scheduler=False,
         enable_index_worker=False,
     )
+
+
+def file_tool_names(spec: AgentFile) -> list[str]:
+    """The names of the tools the agent file gives its agent (the explorer's, its
+    functions'): all a served agent has, with this package's, unless the file says
+    ``tools.agentscope_builtins``."""
+    names = []
+    if spec.tools.explorer is not None:
+        names += [function.__name__ for function in make_explorer_functions(Path.cwd())]
+    return names + [import_tool(dotted).__name__ for dotted in spec.tools.functions]
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -244,12 +272,14 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] = print) -> None:
-    """Serve the agent file's agent until interrupted: ``create_app`` under uvicorn on
-    ``settings.host:settings.port``, the file's model registered as a credential and its agent
-    for ``settings.user`` (reused when they exist), the URL and curl lines printed.
+    """Serve the agent file's agent until interrupted (Ctrl-C, SIGTERM): ``create_app`` under
+    uvicorn on ``settings.host:settings.port``, the file's model registered as a credential
+    and its agent for ``settings.user`` (reused when they exist), the prompt's fixed part, the
+    URL and curl lines printed.
 
     Raises:
-        `ConfigError`: A bad agent file, storage URL or busy port (one line each).
+        `ConfigError`: A bad agent file, storage URL or busy port, or a system prompt and tool
+            schemas past the window's compaction point (one line each).
     """
     try:
         import agentscope.app  # noqa: F401 - what create_app needs, checked before anything else
@@ -261,17 +291,34 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
             f"serve needs AgentScope's service ({exc.name} is missing): "
             "pip install 'agentscope-context-ext[serve]'"
         ) from None
+    from ._serve_stop import GRACE_SECONDS, StoppingServer
+
     spec = load_agent_file(settings.agent)
     storage = parse_storage_url(settings.storage)
     credential, model_class = model_credential(spec.model)
     check_places(storage, settings.workspaces)
     await probe_records(storage, settings.storage)
     app = build_app(spec, storage, settings.workspaces)
+    prompt = await measure_served_prompt(
+        spec,
+        await app.state.extra_agent_tools("serve-check", "serve-check", "serve-check"),
+        app.state.extra_agent_middlewares,
+        spec.tools.agentscope_builtins,
+    )
+    prompt.check(f"agent file {settings.agent}")
     sock = bind(settings.host, settings.port)
     host, port = sock.getsockname()[:2]
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{port}"
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS
+    )
+    server = StoppingServer(config, app.state.message_bus)
+    # an expected failure of a turn (the model server down) is one line, not a traceback;
+    # with -v (INFO on) every traceback stays
+    quiet = None if logging.getLogger().isEnabledFor(logging.INFO) else OneLineFailures()
+    if quiet is not None:
+        logging.getLogger(AGENTSCOPE_LOGGER).addFilter(quiet)
     task = asyncio.ensure_future(_serve(server, sock))
     try:
         await _started(server, task)
@@ -280,9 +327,15 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         ) as client:
             credential_id = await _credential(client, spec.name, credential)
             agent_id = await _agent(client, spec)
-        for line in _places(settings, storage, spec) + _usage(
+        lines = _usage(
             url, settings.user, agent_id, (credential["type"], credential_id, model_class), spec
-        ):
+        )
+        lines[1:1] = [
+            *_places(settings, storage, spec),
+            prompt.line(),
+            *_builtins_warning(spec, settings.workspaces),
+        ]
+        for line in lines:
             say(line)
         await task
     finally:
@@ -290,6 +343,19 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(task), 10)
         sock.close()
+        if quiet is not None:
+            logging.getLogger(AGENTSCOPE_LOGGER).removeFilter(quiet)
+
+
+def _builtins_warning(spec: AgentFile, workspaces: Path) -> list[str]:
+    """What ``serve`` says when the agent file turns AgentScope's built-ins on."""
+    if not spec.tools.agentscope_builtins:
+        return []
+    return [
+        "AgentScope's built-in tools are on (tools.agentscope_builtins): Bash runs commands "
+        f"on this host, as this user (a local workspace: each agent's folder under "
+        f"{workspaces.resolve()})",
+    ]
 
 
 async def _serve(server: Any, sock: socket.socket) -> None:

@@ -31,7 +31,7 @@ the session's own folder (:func:`session_boundary`, design §11.4).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,6 +61,8 @@ from ..core.workspace import (
 )
 from ._middleware import ContextMiddleware
 from ._mirror import WorkspaceMirror
+from ._refusal import RefusedTurn
+from ._tool_filter import ToolFilter
 from ._tracing import traced
 
 __all__ = [
@@ -95,6 +97,7 @@ def context_middleware_factory(
     mirror: bool | None = None,
     cache: str | Path | None = None,
     hidden: Sequence[str | Path] | None = None,
+    tools: Collection[str] | None = None,
 ) -> MiddlewareFactory:
     """The ``extra_agent_middlewares`` factory of ``create_app``: context management for every
     agent the service runs.
@@ -126,6 +129,14 @@ def context_middleware_factory(
             workspace (``LocalWorkspaceManager``'s ``basedir``). The agent's own
             ``sessions/`` and ``context_ext/``, a store folder of ours and the cache are always
             hidden.
+        tools (`Collection[str] | None`): The tools each agent keeps of those ``create_app``
+            gives it, by name (e.g. those of ``extra_agent_tools``); the extension adds its
+            own. AgentScope's built-ins (its workspace's Bash, Read, Write, ..., the Task*,
+            Team* and Schedule* tools, skills, MCPs) and the workspace's instructions go
+            (:class:`ToolFilter`). ``None`` (default): the toolkit as the service made it.
+
+    A turn whose files cannot be placed (a workspace that cannot be written) is refused on
+    its stream, with the reason (:class:`RefusedTurn`), as every refusal of ours in a turn is.
 
     Raises:
         `ConfigError`: The configuration is invalid, now rather than at the first turn.
@@ -142,24 +153,30 @@ def context_middleware_factory(
     copies = Path(cache) if cache is not None else None
     # absolute now: a service that changes its directory later hides the same folders
     hidden_paths = None if hidden is None else [Path(path).absolute() for path in hidden]
+    if isinstance(tools, str):
+        raise ConfigError(f"tools: a list of tool names, not one string ({tools!r})")
+    keep = ToolFilter(tools) if tools is not None else None
 
     @portal  # the session's registration waits on the loop, like the turn's calls
     async def factory(
         user_id: str, agent_id: str, session_id: str, workspace: Any = None
     ) -> list[MiddlewareBase]:
-        placement = served_placement(
-            settings,
-            user_id,
-            agent_id,
-            session_id,
-            workspace,
-            store=store,
-            memory_scope=memory_scope,
-            checked=checked,
-            mirror=mirror,
-            cache=copies,
-            hidden=hidden_paths,
-        )
+        try:
+            placement = served_placement(
+                settings,
+                user_id,
+                agent_id,
+                session_id,
+                workspace,
+                store=store,
+                memory_scope=memory_scope,
+                checked=checked,
+                mirror=mirror,
+                cache=copies,
+                hidden=hidden_paths,
+            )
+        except ContextExtError as exc:  # said on the turn's stream, not "setup failed"
+            return [RefusedTurn(exc)]
         middleware = ContextMiddleware(
             settings,
             compaction_model=compaction_model,
@@ -169,7 +186,8 @@ def context_middleware_factory(
         )
         # create_app adds no tracing of its own: with a tracer provider installed (trace_to,
         # ``serve --studio-url``), each turn is traced, its spans around ours (design §9.1).
-        return traced(middleware) if tracing_enabled() else [middleware]
+        middlewares = traced(middleware) if tracing_enabled() else [middleware]
+        return middlewares if keep is None else [keep, *middlewares]
 
     return factory
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -434,11 +435,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         user=args.user,
         **{name: value for name, value in places.items() if value is not None},
     )
+    # SIGTERM stops serve as Ctrl-C does: the server ends its event streams, then "stopped"
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         with studio(args, "serve"):
             asyncio.run(installed.serve_agent_file(settings, lambda line: print(line, flush=True)))
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
 
 

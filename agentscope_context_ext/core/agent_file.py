@@ -16,6 +16,7 @@ agent runs with (``agentscope-context chat --agent agent.yaml``, ``build_agent("
     tools:
       explorer: {roots: ["."]}          # read_file, list_dir and grep, confined to the roots
       functions: ["mypackage.tools:search_issues"]
+      agentscope_builtins: false        # serve: AgentScope's Bash, Read, ... as well (host!)
     context:                            # exactly the package's configuration, or a path to one
       max_input_tokens: 32768
 
@@ -156,6 +157,12 @@ class ToolSettings(_Section):
     """The explorer tools, confined to folders."""
     functions: list[str] = Field(default_factory=list)
     """Tool functions by import path, ``package.module:function`` (its docstring is the schema)."""
+    agentscope_builtins: bool = False
+    """``serve`` only: also give the agent the tools AgentScope's service attaches to every
+    agent (its workspace's Bash, Read, Write, Edit, Glob and Grep, the Task*, Team* and
+    Schedule* tools, skills and MCPs) and the workspace's instructions. Off, the served agent
+    has the file's tools and this package's, as ``chat`` does. With a local workspace, Bash
+    runs commands on the serving host."""
 
     @field_validator("functions")
     @classmethod
