@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from .. import __version__
 from ..adapter import installed
@@ -30,6 +32,31 @@ EXIT_BAD_INPUT = 2
 
 class BadInput(Exception):
     """A user mistake: reported on one line, exit code 2."""
+
+
+class _UsageError(Exception):
+    """A bad option or value, as argparse words it, with the command it belongs to."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with this command's one-line errors: a bad option or value is one line on
+    stderr and exit code 2 (returned by :func:`main`), not a usage block (``--help`` shows the
+    usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _days(value: str) -> float:
+    """A number of days for ``--ttl-days``: finite and positive (``nan`` compares false with
+    every age, so it would have deleted every saved result; ``inf`` would never delete one)."""
+    try:
+        days = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of days: {value!r}") from None
+    if not math.isfinite(days) or days <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive (a number of days), got {value!r}")
+    return days
 
 
 def _workspace_argument(command: argparse.ArgumentParser) -> None:
@@ -51,7 +78,7 @@ def _config_argument(command: argparse.ArgumentParser, help: str = "YAML/JSON co
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agentscope-context",
         description="Context management for AgentScope agents: truncation, compaction, memory.",
     )
@@ -86,10 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     cleanup = commands.add_parser(
         "cleanup",
         help="delete saved tool results older than the TTL",
-        description="Delete tool_result/ files older than --ttl-days (default: the config's).",
+        description="Delete tool_result/ files older than --ttl-days (default: the config's), "
+        "except those the latest summary.md or a saved session (sessions/) still names.",
     )
     _workspace_argument(cleanup)
-    cleanup.add_argument("--ttl-days", type=float, help="age limit in days")
+    cleanup.add_argument("--ttl-days", type=_days, help="age limit in days (a positive number)")
     _config_argument(cleanup)
 
     replay = commands.add_parser(
@@ -220,7 +248,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentscope-context``; returns the exit code."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -299,13 +331,14 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     storage = _open_workspace(args.workspace)
     config = _config(args.config)
     ttl = args.ttl_days if args.ttl_days is not None else config.truncation.ttl_days
-    if ttl <= 0:
-        raise BadInput(f"--ttl-days must be positive, got {ttl}")
-    # What the latest summary names stays: the agent may still be told to read it.
+    # What the latest summary or a saved conversation names stays: the agent may still be told
+    # to read it (a chat continues its session with the notices it had).
     summary = (storage.read(SUMMARY_FILE) or b"").decode("utf-8", errors="replace")
     keep = saved_paths(summary)
+    for text in installed.saved_session_texts(args.workspace):
+        keep |= saved_paths(text)
     removed = ToolResultStore(storage, ttl_days=ttl).cleanup(keep=keep)
-    kept = f"; kept {len(keep)} named by {SUMMARY_FILE}" if keep else ""
+    kept = f"; kept {len(keep)} named by {SUMMARY_FILE} or a saved session" if keep else ""
     print(f"removed {len(removed)} tool result file(s) older than {ttl:g} day(s){kept}")
     for path in removed:
         print(f"  {path}")

@@ -131,7 +131,7 @@ class TruncationConfig(_Section):
     """``batched``: re-truncate between compactions only when this many tokens are freed."""
     max_window_share: float = Field(0.25, gt=0.0, le=1.0)
     """One tool result never takes more than this share of ``max_input_tokens``."""
-    ttl_days: float = Field(7, gt=0)
+    ttl_days: float = Field(7, gt=0, allow_inf_nan=False)
     """Files in ``tool_result/`` older than this many days are deleted."""
 
     def result_tokens(self, max_input_tokens: int) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import re
 import time
@@ -84,8 +85,8 @@ class ToolResultStore:
         ttl_days: float = 7,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if ttl_days <= 0:
-            raise ValueError(f"ttl_days must be positive, got {ttl_days}")
+        if not math.isfinite(ttl_days) or ttl_days <= 0:
+            raise ValueError(f"ttl_days must be a positive number, got {ttl_days}")
         self.storage = open_storage(workspace)
         self.directory = f"{self.storage.location}/{TOOL_RESULT_DIRNAME}"
         """Where the results go, for messages."""
@@ -208,8 +209,9 @@ class ToolResultStore:
             `list[str]`: Workspace-relative paths of the deleted files.
         """
         ttl = self.ttl_days if ttl_days is None else ttl_days
-        if ttl <= 0:
-            raise ValueError(f"ttl_days must be positive, got {ttl}")
+        # nan compares false with every age: it would delete every file not kept
+        if not math.isfinite(ttl) or ttl <= 0:
+            raise ValueError(f"ttl_days must be a positive number, got {ttl}")
         now = self._clock()
         self._last_cleanup = now
         try:
