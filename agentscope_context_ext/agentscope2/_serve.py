@@ -32,6 +32,7 @@ from ..core.agent_file import (
 )
 from ..core.errors import ConfigError
 from ..core.tools import make_explorer_functions
+from ..core.workspace import redact_url
 from ._agent_file import model_credential
 from ._served import context_middleware_factory
 from ._tools import as_tool
@@ -63,22 +64,29 @@ def parse_storage_url(url: str) -> StorageUrl:
         `ConfigError`: Any other form, naming the two that work.
     """
     forms = "sqlite:///path/app.db or redis://host:port/db"
+    shown = redact_url(url)  # the password never reaches a message
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///") :]
         if not path:
-            raise ConfigError(f"--storage {url}: no database file ({forms})")
+            raise ConfigError(f"--storage {shown}: no database file ({forms})")
         return StorageUrl("sqlite", path=Path(path).expanduser())
     if url.startswith("redis://"):
-        parts = urlsplit(url)
+        # urlsplit itself raises on a bracket left open ("redis://[::1"), .port on a port out
+        # of range: each is the user's typo, not an internal error
         try:
+            parts = urlsplit(url)
             port = parts.port or 6379
-            db = int(parts.path.lstrip("/") or 0)
-        except ValueError:
-            raise ConfigError(f"--storage {url}: not a Redis URL ({forms})") from None
+        except ValueError as exc:
+            raise ConfigError(f"--storage {shown}: not a Redis URL ({exc}; {forms})") from None
         if not parts.hostname:
-            raise ConfigError(f"--storage {url}: no host ({forms})")
-        return StorageUrl("redis", host=parts.hostname, port=port, db=db, password=parts.password)
-    raise ConfigError(f"--storage {url}: not a storage URL ({forms})")
+            raise ConfigError(f"--storage {shown}: no host ({forms})")
+        db = parts.path.lstrip("/") or "0"
+        if not (db.isascii() and db.isdigit()):
+            raise ConfigError(f"--storage {shown}: the database is not a number ({forms})")
+        return StorageUrl(
+            "redis", host=parts.hostname, port=port, db=int(db), password=parts.password
+        )
+    raise ConfigError(f"--storage {shown}: not a storage URL ({forms})")
 
 
 def check_places(storage: StorageUrl, workspaces: Path) -> None:
