@@ -227,3 +227,46 @@ def test_forced_wrong_format_exits_2(
     path = shared_data / "transcripts/claude-code/short.jsonl"
     assert main(["replay", str(path), "--format", "swe-agent", "--out", str(tmp_path)]) == 2
     assert "not a swe-agent transcript" in capsys.readouterr().err
+
+
+DEEP = 100_000
+HOSTILE = {
+    "deep-array": "[" * DEEP,
+    "deep-closed-array": "[" * 500 + "]" * 500,
+    "deep-object": '{"a":' * DEEP,
+    "deep-message": '{"role": "user", "name": "u", "content": ' + "[" * 300 + "]" * 300 + "}\n",
+    "deep-second-line": '{"role": "user", "name": "u", "content": "hi"}\n' + "[" * DEEP + "\n",
+    "huge-int": '[{"role": "user", "content": "hi", "n": ' + "9" * 50_000 + "}]",
+    "huge-int-line": '{"role": "user", "name": "u", "content": "x", "id": ' + "1" * 9999 + "}\n",
+}
+
+
+@pytest.mark.parametrize("fmt", ["auto", "agentscope", "openai", "claude-code", "swe-agent"])
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_json_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, name: str, fmt: str
+) -> None:
+    """``replay`` of a file holding ``'[' * 100000`` exited 1 with a RecursionError."""
+    path = tmp_path / "t.json"
+    path.write_text(HOSTILE[name])
+    assert main(["replay", str(path), "--format", fmt, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "internal error" not in err and "set_int_max_str_digits" not in err, err
+
+
+def test_deep_tool_arguments_are_kept_raw_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "[" * DEEP}}
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            ]
+        )
+    )
+    (transcript,) = load_transcripts(path)
+    use = transcript.messages[1].content[0]
+    assert use["input"] == {"raw_arguments": "[" * DEEP}
