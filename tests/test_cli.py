@@ -296,3 +296,57 @@ async def test_the_saved_sessions_of_a_redis_workspace_are_read(redis_url: str) 
     await managed.save_session("s1")
     named = set().union(*map(saved_paths, installed.saved_session_texts(redis_url)))
     assert len(named) == 1 and next(iter(named)).startswith("tool_result/")
+
+
+@pytest.fixture(scope="module")
+def explored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of Python files, a transcript of reading them, and the workspace its replay
+    leaves (saved outputs to search)."""
+    folder = tmp_path_factory.mktemp("closed-output")
+    root = folder / "src"
+    root.mkdir()
+    for index in range(2):
+        (root / f"m{index}.py").write_text("".join(f"def f{i}(): pass\n" for i in range(300)))
+    messages = [{"role": "user", "content": "read them all"}]
+    for index in range(12):
+        call = {"id": f"c{index}", "function": {"name": "cat", "arguments": '{"i": 1}'}}
+        output = "".join(f"def g{index}_{i}(): pass\n" for i in range(6000))
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{index}", "content": output},
+        ]
+    (folder / "transcript.json").write_text(json.dumps(messages))
+    assert main(["replay", str(folder / "transcript.json"), "--out", str(folder / "seed")]) == 0
+    assert list((folder / "seed" / "workspace" / "tool_result").glob("*.txt"))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "{ws}", "def", "--limit", "300"],
+        ["search", "{ws}", "def", "--limit", "1"],  # the output fits the buffer
+        ["search", "{ws}", "def", "--json"],
+        ["inspect", "{ws}"],
+        ["replay", "{folder}/transcript.json", "--out", "{folder}/replay"],
+        ["demo", "--root", "{folder}/src", "--out", "{folder}/again"],
+    ],
+    ids=["search", "search-short", "search-json", "inspect", "replay", "demo"],
+)
+def test_a_closed_output_ends_the_command_quietly(explored: Path, command: list[str]) -> None:
+    """``search WS def --limit 300 | head -1`` exited 1 with BrokenPipeError (2 runs of 5):
+    now every command that prints ends with 141 (128 + SIGPIPE) and nothing on stderr. The
+    reader is gone before the first write, so every run takes the same path."""
+    places = {"ws": explored / "seed" / "workspace", "folder": explored}
+    args = [part.format(**places) for part in command]
+    exe = Path(sys.executable).with_name("agentscope-context")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [str(exe), *args], stdout=write, stderr=subprocess.PIPE, cwd=explored, check=False
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr.decode()
+    assert done.stderr == b""

@@ -23,6 +23,7 @@ from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.workspace import Storage, is_storage_url, open_storage, refuse_other_schemes
 from ..replay import TranscriptError
+from ._output import EXIT_CLOSED_OUTPUT, discard_stdout, stdout_closed
 from ._studio import StudioError, studio, studio_arguments
 
 EXIT_OK = 0
@@ -246,7 +247,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``agentscope-context``; returns the exit code."""
+    """Entry point of ``agentscope-context``; returns the exit code (141 when the reader of
+    standard output went away, see ``_output``)."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a reader gone shows here when the output fit in the buffer
+    except BrokenPipeError as exc:
+        if not stdout_closed():
+            print(f"agentscope-context: internal error: {exc!r}", file=sys.stderr)
+            return EXIT_ERROR
+        discard_stdout()
+        return EXIT_CLOSED_OUTPUT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -285,6 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_closed():
+            raise  # the reader of the output went away: main ends quietly
         logging.getLogger("agentscope_context_ext").debug("internal error", exc_info=True)
         print(
             f"agentscope-context {args.command}: internal error: {exc!r} (run with -v for details)",
@@ -293,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         return EXIT_ERROR
-    parser.error(f"unknown command {args.command}")
+    print(f"agentscope-context: unknown command {args.command}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
