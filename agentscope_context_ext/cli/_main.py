@@ -165,7 +165,11 @@ def _parser() -> argparse.ArgumentParser:
         "identifiers (my_var, a/b.py) and CJK text work.",
     )
     _workspace_argument(search)
-    search.add_argument("query", help="what to find")
+    search.add_argument(
+        "query",
+        help="what to find; one starting with '-' works as it is (search WS -permission), "
+        "or after '--' (search WS -- --force)",
+    )
     search.add_argument(
         "--scope",
         default="all",
@@ -264,8 +268,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except _UsageError:
+            args = _dash_query(parser, argv)
     except _UsageError as exc:
         print(exc, file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -313,6 +321,32 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_ERROR
     print(f"agentscope-context: unknown command {args.command}", file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+_DASH_WORD = re.compile(r"-[^-].+|-[^-h]")
+"""A word with one leading dash, ``-h`` aside: no option of ``search`` looks like that."""
+
+
+def _dash_query(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``search WS -permission``: argparse takes a word starting with ``-`` for an option it
+    does not know, so the query is missing. When the arguments do not parse and exactly one
+    such word follows ``search``, it is the query (as if written after ``--``); otherwise the
+    first error stands (re-raised)."""
+    error = sys.exc_info()[1]
+    command = next((i for i, arg in enumerate(argv) if not arg.startswith("-")), None)
+    if command is None or argv[command] != "search" or "--" in argv:
+        raise error
+    words = [i for i, arg in enumerate(argv) if i > command and _DASH_WORD.fullmatch(arg)]
+    if len(words) != 1:
+        raise error
+    word = argv[words[0]]
+    try:
+        args = parser.parse_args([*argv[: words[0]], *argv[words[0] + 1 :], "--", word])
+    except _UsageError:
+        raise error from None
+    if args.query != word:
+        raise error
+    return args
 
 
 def _config(path: Path | None) -> ContextConfig:
