@@ -270,3 +270,22 @@ def test_deep_tool_arguments_are_kept_raw_not_a_crash(tmp_path: Path) -> None:
     (transcript,) = load_transcripts(path)
     use = transcript.messages[1].content[0]
     assert use["input"] == {"raw_arguments": "[" * DEEP}
+
+
+async def test_a_message_in_many_parts_is_recoverable_after_a_replay(tmp_path: Path) -> None:
+    """A user message of 300 parts, cut into one saved file (one notice, the other parts a
+    placeholder), is still recoverable byte for byte: each part from its record."""
+    from harness_common import make_text
+
+    from agentscope_context_ext import ContextConfig
+    from agentscope_context_ext.replay import Record, Transcript, replay_transcript
+
+    parts = [{"type": "text", "text": make_text(4 * 1024, seed)} for seed in range(300)]
+    messages = [Record("user", parts), Record("assistant", "Read it all.")]
+    result = await replay_transcript(
+        Transcript("parts", messages), ContextConfig(), tmp_path / "ws", max_input_tokens=32768
+    )
+    summary = result.summary()
+    assert summary["recoverable"], result.recovery_problems
+    assert summary["peak_prompt_tokens"] <= 32768
+    assert len(list((tmp_path / "ws" / "message").iterdir())) == 1

@@ -25,7 +25,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from ..truncation import encode_text
 from ._storage import Storage, open_storage
@@ -156,6 +156,51 @@ class ToolResultStore:
         if self.storage.size(key) != len(data):
             self.storage.write(key, data)
         return key
+
+    def save_message_parts(self, texts: Sequence[str]) -> tuple[str, list[int]]:
+        """Several text parts of one user message in ONE file (``message/<32 hex>.txt``, kept
+        for good like :meth:`save_message`): the parts in order, each starting on a line of its
+        own (a newline follows each part but the last that does not end with one), so one part
+        alone is exactly :meth:`save_message` of it.
+
+        Returns:
+            `tuple[str, list[int]]`: The relative path, and the line each part starts on (what
+            :meth:`read_message_part` takes, with the part's size in bytes).
+
+        Raises:
+            `OSError`: The file could not be written; the caller keeps the texts.
+        """
+        pieces: list[str] = []
+        starts: list[int] = []
+        line = 1
+        for index, text in enumerate(texts):
+            starts.append(line)
+            last = index == len(texts) - 1
+            piece = text if last or text.endswith("\n") else text + "\n"
+            pieces.append(piece)
+            line += piece.count("\n")
+        return self.save_message("".join(pieces)), starts
+
+    def read_message_part(self, relative_path: str, start_line: int, size: int) -> str | None:
+        """The part of a saved user message that starts at ``start_line`` and takes ``size``
+        bytes (:meth:`save_message_parts`), byte for byte; ``None`` when the file is missing,
+        unreadable or shorter."""
+        if not self.is_own_path(relative_path) or start_line < 1 or size < 0:
+            return None
+        try:
+            data = self.storage.read(relative_path.replace("\\", "/"))
+        except OSError:
+            return None
+        if data is None:
+            return None
+        offset = 0
+        for _ in range(start_line - 1):
+            offset = data.find(b"\n", offset) + 1
+            if offset == 0:
+                return None
+        part = data[offset : offset + size]
+        # surrogateescape: bytes that were not UTF-8 come back as the text held them
+        return part.decode("utf-8", errors="surrogateescape") if len(part) == size else None
 
     def _save(self, data: bytes, name: str) -> str:
         key = f"{TOOL_RESULT_DIRNAME}/{name}"
