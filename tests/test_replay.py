@@ -289,3 +289,62 @@ async def test_a_message_in_many_parts_is_recoverable_after_a_replay(tmp_path: P
     assert summary["recoverable"], result.recovery_problems
     assert summary["peak_prompt_tokens"] <= 32768
     assert len(list((tmp_path / "ws" / "message").iterdir())) == 1
+
+
+def a_2x_dialog(path: Path, steps: int = 6) -> None:
+    """A dialog file as this package writes it on AgentScope 2.x (``Msg.model_dump()`` lines):
+    each reasoning step's calls and their results in one message, ``read_file`` among them."""
+    lines = [{"id": "m0", "name": "user", "role": "user", "content": "read the modules"}]
+    for step in range(steps):
+        output = "".join(f"def f_{step}_{i}(): pass\n" for i in range(40))
+        lines.append(
+            {
+                "id": f"m{step + 1}",
+                "name": "worker",
+                "role": "assistant",
+                "content": [
+                    {"type": "hint", "hint": "<system-reminder>now</system-reminder>", "id": "h"},
+                    {"type": "text", "text": f"Reading m{step}.py.", "id": f"t{step}"},
+                    {
+                        "type": "tool_call",
+                        "id": f"c{step}",
+                        "name": "read_file",
+                        "input": json.dumps({"file_path": f"m{step}.py"}),
+                    },
+                    {
+                        "type": "tool_result",
+                        "id": f"c{step}",
+                        "name": "read_file",
+                        "output": [{"type": "text", "text": output}],
+                        "state": "success",
+                    },
+                    {"type": "text", "text": f"m{step}.py read.", "id": f"d{step}"},
+                ],
+                "created_at": "2026-12-03 10:00:00.000",
+            }
+        )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_this_package_s_2x_dialog_file_replays_on_either_major(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """2.x refused to play it ("the agent's toolkit already has a tool named 'read_file'"): the
+    recorded read_file clashed with ours. 1.x played it with 472 pair violations: a 2.x
+    message holds its results after its calls, and 1.x left them in the assistant's message."""
+    path = tmp_path / "2026-12-03.jsonl"
+    a_2x_dialog(path)
+    assert main(["replay", str(path), "--out", str(tmp_path / "out")]) == 0, capsys.readouterr()
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["pair_violations"] == 0 and report["recoverable"] is True, report
+
+
+@pytest.mark.slow
+def test_the_demo_s_own_dialog_file_replays(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """What a new user did: the demo, then ``replay`` of the dialog file it left."""
+    assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
+    (dialog,) = (tmp_path / "demo" / "workspace" / "dialog").glob("*.jsonl")
+    capsys.readouterr()
+    assert main(["replay", str(dialog), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "| pair_violations | 0 |" in printed and "| recoverable | True |" in printed, printed

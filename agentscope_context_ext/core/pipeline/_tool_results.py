@@ -73,7 +73,8 @@ class ResultTruncator:
         store (`ToolResultStore`): Where full texts (and old media) are saved.
         counter (`TokenCounter`): Measures the window share.
         window (`Window`): The window; one result takes at most ``max_window_share`` of it.
-        read_file_name (`str`): Name of this package's ``read_file`` tool.
+        read_file_name (`str | None`): Name of this package's ``read_file`` tool (``None``:
+            it is off).
         faults (`SaveFaults | None`): Where failed saves are recorded (the pipeline's).
     """
 
@@ -83,7 +84,7 @@ class ResultTruncator:
         store: ToolResultStore,
         counter: TokenCounter,
         window: Window,
-        read_file_name: str = "read_file",
+        read_file_name: str | None = "read_file",
         faults: SaveFaults | None = None,
     ) -> None:
         self.config = config
