@@ -31,6 +31,7 @@ from ..core.agent_file import (
     load_agent_file,
 )
 from ..core.errors import ConfigError
+from ..core.installation import install_command
 from ..core.tools import make_explorer_functions
 from ..core.workspace import redact_url
 from ._agent_file import model_credential
@@ -253,8 +254,7 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         import uvicorn
     except ImportError as exc:
         raise ConfigError(
-            f"serve needs AgentScope's service ({exc.name} is missing): "
-            "pip install 'agentscope-context-ext[serve]'"
+            f"serve needs AgentScope's service ({exc.name} is missing): " + install_command("serve")
         ) from None
     spec = load_agent_file(settings.agent)
     storage = parse_storage_url(settings.storage)
