@@ -21,7 +21,13 @@ from .. import __version__
 from ..adapter import installed
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
-from ..core.workspace import Storage, is_storage_url, open_storage, refuse_other_schemes
+from ..core.workspace import (
+    MAX_TTL_DAYS,
+    Storage,
+    is_storage_url,
+    open_storage,
+    refuse_other_schemes,
+)
 from ..replay import TranscriptError
 from ._output import EXIT_CLOSED_OUTPUT, discard_stdout, stdout_closed
 from ._studio import StudioError, studio, studio_arguments
@@ -55,8 +61,10 @@ def _days(value: str) -> float:
         days = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of days: {value!r}") from None
-    if not math.isfinite(days) or days <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive (a number of days), got {value!r}")
+    if not (math.isfinite(days) and 0 < days <= MAX_TTL_DAYS):
+        raise argparse.ArgumentTypeError(
+            f"must be positive (a number of days up to {MAX_TTL_DAYS}), got {value!r}"
+        )
     return days
 
 

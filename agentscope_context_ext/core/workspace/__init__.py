@@ -26,6 +26,7 @@ from ._storage import (
 from ._sub_storage import SubStorage
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,
+    MAX_TTL_DAYS,
     MESSAGE_DIRNAME,
     TOOL_RESULT_DIRNAME,
     ToolResultStore,
@@ -35,6 +36,7 @@ from ._tool_result_store import (
 __all__ = [
     "CLEANUP_INTERVAL_SECONDS",
     "DIALOG_DIRNAME",
+    "MAX_TTL_DAYS",
     "MESSAGE_DIRNAME",
     "TOOL_RESULT_DIRNAME",
     "DialogRecord",

@@ -64,6 +64,19 @@ _SAVED_PATH_RE = re.compile(
 )
 
 
+MAX_TTL_DAYS = 36500
+"""The longest TTL (100 years): a Redis server refuses expiries past about 10**14 days, and a
+result saved with one would never be saved at all."""
+
+
+def _check_ttl(ttl_days: float) -> None:
+    # nan compares false with every age: a cleanup would delete every file not kept
+    if not (math.isfinite(ttl_days) and 0 < ttl_days <= MAX_TTL_DAYS):
+        raise ValueError(
+            f"ttl_days must be a number of days from 0 to {MAX_TTL_DAYS}, got {ttl_days}"
+        )
+
+
 def saved_paths(text: str) -> set[str]:
     """The saved-result paths (``tool_result/<hash>.<ext>``) that ``text`` names."""
     return set(_SAVED_PATH_RE.findall(text)) if TOOL_RESULT_DIRNAME in text else set()
@@ -85,8 +98,7 @@ class ToolResultStore:
         ttl_days: float = 7,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if not math.isfinite(ttl_days) or ttl_days <= 0:
-            raise ValueError(f"ttl_days must be a positive number, got {ttl_days}")
+        _check_ttl(ttl_days)
         self.storage = open_storage(workspace)
         self.directory = f"{self.storage.location}/{TOOL_RESULT_DIRNAME}"
         """Where the results go, for messages."""
@@ -254,9 +266,7 @@ class ToolResultStore:
             `list[str]`: Workspace-relative paths of the deleted files.
         """
         ttl = self.ttl_days if ttl_days is None else ttl_days
-        # nan compares false with every age: it would delete every file not kept
-        if not math.isfinite(ttl) or ttl <= 0:
-            raise ValueError(f"ttl_days must be a positive number, got {ttl}")
+        _check_ttl(ttl)
         now = self._clock()
         self._last_cleanup = now
         try:
