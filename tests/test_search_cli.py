@@ -304,3 +304,20 @@ def test_a_stray_dash_word_is_still_one_line(
     code, out, err = run(capsys, *[arg.format(ws=workspace) for arg in args])
     assert code == 2 and out == ""
     assert fragment in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_dialog_line_nested_past_the_parser_s_depth_is_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A hostile line in dialog/ ('[' * 100000) made search exit 1 with a RecursionError; it is
+    a corrupt line like any other: skipped by the reader and the index."""
+    workspace = tmp_path / "ws"
+    store = fill(workspace, ["the cache_key of sessions"])
+    (dialog,) = (workspace / "dialog").glob("*.jsonl")
+    with dialog.open("a") as handle:
+        handle.write('{"id": "x", "content": ' + "[" * 100_000 + "\n")
+    assert [r.msg["id"] for r in store.iter_records()] == [
+        message(0, "the cache_key of sessions")["id"]
+    ]
+    code, out, err = run(capsys, str(workspace), "cache_key")
+    assert code == 0 and "1 hit(s)" in out, err
