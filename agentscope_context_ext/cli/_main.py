@@ -10,25 +10,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from .. import __version__
 from ..adapter import installed
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.workspace import (
-    MAX_TTL_DAYS,
     Storage,
     is_storage_url,
     open_storage,
     refuse_other_schemes,
 )
 from ..replay import TranscriptError
+from ._arguments import ArgumentParser, UsageError, dash_query, days
 from ._output import EXIT_CLOSED_OUTPUT, discard_stdout, stdout_closed
 from ._studio import StudioError, studio, studio_arguments
 
@@ -39,33 +37,6 @@ EXIT_BAD_INPUT = 2
 
 class BadInput(Exception):
     """A user mistake: reported on one line, exit code 2."""
-
-
-class _UsageError(Exception):
-    """A bad option or value, as argparse words it, with the command it belongs to."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with this command's one-line errors: a bad option or value is one line on
-    stderr and exit code 2 (returned by :func:`main`), not a usage block (``--help`` shows the
-    usage)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
-def _days(value: str) -> float:
-    """A number of days for ``--ttl-days``: finite and positive (``nan`` compares false with
-    every age, so it would have deleted every saved result; ``inf`` would never delete one)."""
-    try:
-        days = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of days: {value!r}") from None
-    if not (math.isfinite(days) and 0 < days <= MAX_TTL_DAYS):
-        raise argparse.ArgumentTypeError(
-            f"must be positive (a number of days up to {MAX_TTL_DAYS}), got {value!r}"
-        )
-    return days
 
 
 def _workspace_argument(command: argparse.ArgumentParser) -> None:
@@ -87,7 +58,7 @@ def _config_argument(command: argparse.ArgumentParser, help: str = "YAML/JSON co
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = ArgumentParser(
         prog="agentscope-context",
         description="Context management for AgentScope agents: truncation, compaction, memory.",
     )
@@ -126,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         "except those the latest summary.md or a saved session (sessions/) still names.",
     )
     _workspace_argument(cleanup)
-    cleanup.add_argument("--ttl-days", type=_days, help="age limit in days (a positive number)")
+    cleanup.add_argument("--ttl-days", type=days, help="age limit in days (a positive number)")
     _config_argument(cleanup)
 
     replay = commands.add_parser(
@@ -280,9 +251,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
             args = parser.parse_args(argv)
-        except _UsageError:
-            args = _dash_query(parser, argv)
-    except _UsageError as exc:
+        except UsageError as error:
+            args = dash_query(parser, argv, error)
+    except UsageError as exc:
         print(exc, file=sys.stderr)
         return EXIT_BAD_INPUT
     logging.basicConfig(
@@ -329,32 +300,6 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_ERROR
     print(f"agentscope-context: unknown command {args.command}", file=sys.stderr)
     return EXIT_BAD_INPUT
-
-
-_DASH_WORD = re.compile(r"-[^-].+|-[^-h]")
-"""A word with one leading dash, ``-h`` aside: no option of ``search`` looks like that."""
-
-
-def _dash_query(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """``search WS -permission``: argparse takes a word starting with ``-`` for an option it
-    does not know, so the query is missing. When the arguments do not parse and exactly one
-    such word follows ``search``, it is the query (as if written after ``--``); otherwise the
-    first error stands (re-raised)."""
-    error = sys.exc_info()[1]
-    command = next((i for i, arg in enumerate(argv) if not arg.startswith("-")), None)
-    if command is None or argv[command] != "search" or "--" in argv:
-        raise error
-    words = [i for i, arg in enumerate(argv) if i > command and _DASH_WORD.fullmatch(arg)]
-    if len(words) != 1:
-        raise error
-    word = argv[words[0]]
-    try:
-        args = parser.parse_args([*argv[: words[0]], *argv[words[0] + 1 :], "--", word])
-    except _UsageError:
-        raise error from None
-    if args.query != word:
-        raise error
-    return args
 
 
 def _config(path: Path | None) -> ContextConfig:
