@@ -18,7 +18,7 @@ from ._agent_file import MODEL_APIS, build_agent, build_model
 from ._context import META_KEY, StatePort, result_record
 from ._convert import MsgCodec, Segment, open_dialog, output_text, segments, to_view, to_views
 from ._longterm import agent_runner, consolidate
-from ._managed import SESSIONS_DIRNAME, ManagedAgent
+from ._managed import SESSIONS_DIRNAME, ManagedAgent, saved_session_texts
 from ._manager import AgentManager
 from ._middleware import ContextMiddleware, enable_context_management
 from ._model import model_call, model_name, named_model
@@ -75,6 +75,7 @@ __all__ = [
     "replay_transcript",
     "reply",
     "result_record",
+    "saved_session_texts",
     "segments",
     "serve_agent_file",
     "served_placement",

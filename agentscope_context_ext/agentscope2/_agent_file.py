@@ -44,6 +44,7 @@ from ..core.agent_file import (
     load_agent_file,
 )
 from ..core.errors import ConfigError
+from ..core.installation import client_install_command
 from ..core.model_servers import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
 from ..core.openai_compatible import string_content
 from ..core.tools import make_explorer_functions
@@ -128,10 +129,11 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
     model_name, credential_name = _CLASSES[provider]
     try:
         model_class = getattr(importlib.import_module("agentscope.model"), model_name)
-    except (ImportError, AttributeError):
+    except (ImportError, AttributeError) as exc:
+        missing = getattr(exc, "name", None)
         raise ModelUnavailable(
-            f"model.provider: {provider} needs its client (pip install "
-            f"'agentscope-context-ext[{provider}]')"
+            f"model.provider: {provider} needs its client "
+            f"({client_install_command(provider, missing)})"
         ) from None
     credential_class = getattr(importlib.import_module("agentscope.credential"), credential_name)
     if provider == "ollama":
@@ -147,10 +149,10 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
     arguments = model_arguments(settings, model_class)
     try:
         model = model_class(credential=credential, model=settings.model, **arguments)
-    except ImportError:
+    except ImportError as exc:
         raise ModelUnavailable(
-            f"model.provider: {provider} needs its client (pip install "
-            f"'agentscope-context-ext[{provider}]')"
+            f"model.provider: {provider} needs its client "
+            f"({client_install_command(provider, exc.name)})"
         ) from None
     return model, model.formatter
 

@@ -22,13 +22,13 @@ from agentscope.tool import Toolkit
 from ..core.config import ContextConfig
 from ..core.manager import ContextManager
 from ..core.messages import Message
-from ..core.workspace import portal
+from ..core.workspace import open_storage, portal
 from ._convert import to_view
 from ._middleware import ContextMiddleware
 from ._tools import as_tool
 from ._tracing import traced
 
-__all__ = ["SESSIONS_DIRNAME", "ManagedAgent"]
+__all__ = ["SESSIONS_DIRNAME", "ManagedAgent", "saved_session_texts"]
 
 SESSIONS_DIRNAME = "sessions"
 """Where a conversation is saved, inside the workspace."""
@@ -111,3 +111,16 @@ class ManagedAgent:
 
 def _key(session_id: str) -> str:
     return f"{SESSIONS_DIRNAME}/{session_id}.json"
+
+
+def saved_session_texts(workspace: str) -> list[str]:
+    """The conversations saved in ``workspace`` (``sessions/<id>.json``, on a folder or a Redis
+    server), as text: the live context of every session a ``chat`` can continue, whose saved
+    results the ``cleanup`` command must keep."""
+    storage = open_storage(workspace)
+    texts = []
+    for name in storage.names(SESSIONS_DIRNAME):
+        data = storage.read(f"{SESSIONS_DIRNAME}/{name}")
+        if data:
+            texts.append(data.decode("utf-8", errors="replace"))
+    return texts

@@ -36,8 +36,9 @@ from ..core.agent_file import (
     load_agent_file,
 )
 from ..core.errors import ConfigError
+from ..core.installation import install_command
 from ..core.tools import make_explorer_functions
-from ..core.workspace import is_within
+from ..core.workspace import is_within, redact_url
 from ._serve_log import AGENTSCOPE_LOGGER, OneLineFailures
 from ._serve_prompt import measure_served_prompt
 from ._served import context_middleware_factory, session_boundary, session_folder
@@ -79,22 +80,29 @@ def parse_storage_url(url: str) -> StorageUrl:
         `ConfigError`: Any other form, naming the two that work.
     """
     forms = "sqlite:///path/app.db or redis://host:port/db"
+    shown = redact_url(url)  # the password never reaches a message
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///") :]
         if not path:
-            raise ConfigError(f"--storage {url}: no database file ({forms})")
+            raise ConfigError(f"--storage {shown}: no database file ({forms})")
         return StorageUrl("sqlite", path=Path(path).expanduser())
     if url.startswith("redis://"):
-        parts = urlsplit(url)
+        # urlsplit itself raises on a bracket left open ("redis://[::1"), .port on a port out
+        # of range: each is the user's typo, not an internal error
         try:
+            parts = urlsplit(url)
             port = parts.port or 6379
-            db = int(parts.path.lstrip("/") or 0)
-        except ValueError:
-            raise ConfigError(f"--storage {url}: not a Redis URL ({forms})") from None
+        except ValueError as exc:
+            raise ConfigError(f"--storage {shown}: not a Redis URL ({exc}; {forms})") from None
         if not parts.hostname:
-            raise ConfigError(f"--storage {url}: no host ({forms})")
-        return StorageUrl("redis", host=parts.hostname, port=port, db=db, password=parts.password)
-    raise ConfigError(f"--storage {url}: not a storage URL ({forms})")
+            raise ConfigError(f"--storage {shown}: no host ({forms})")
+        db = parts.path.lstrip("/") or "0"
+        if not (db.isascii() and db.isdigit()):
+            raise ConfigError(f"--storage {shown}: the database is not a number ({forms})")
+        return StorageUrl(
+            "redis", host=parts.hostname, port=port, db=int(db), password=parts.password
+        )
+    raise ConfigError(f"--storage {shown}: not a storage URL ({forms})")
 
 
 def check_places(storage: StorageUrl, workspaces: Path) -> None:
@@ -129,8 +137,7 @@ def check_places(storage: StorageUrl, workspaces: Path) -> None:
         import redis
     except ImportError:
         raise ConfigError(
-            "--storage redis://...: the redis client is not installed "
-            "(pip install 'agentscope-context-ext[redis]')"
+            f"--storage redis://...: the redis client is not installed ({install_command('redis')})"
         ) from None
     client = redis.Redis(
         host=storage.host,
@@ -288,8 +295,7 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         import uvicorn
     except ImportError as exc:
         raise ConfigError(
-            f"serve needs AgentScope's service ({exc.name} is missing): "
-            "pip install 'agentscope-context-ext[serve]'"
+            f"serve needs AgentScope's service ({exc.name} is missing): " + install_command("serve")
         ) from None
     from ._serve_stop import GRACE_SECONDS, StoppingServer
 

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.agent_file import LOCAL_KEY, ModelSettings, ModelUnavailable
 from ..core.errors import ConfigError
+from ..core.installation import client_install_command
 from ._agent_file import auto_tool_choice, model_arguments
 
 __all__ = [
@@ -203,10 +204,10 @@ def served_model(settings: ModelSettings) -> ChatModelBase:
     model_class = credential.get_chat_model_class()
     try:
         model = model_class(credential=credential, model=settings.model)
-    except ImportError:
+    except ImportError as exc:
         raise ModelUnavailable(
-            f"model.provider: {settings.provider} needs its client (pip install "
-            f"'agentscope-context-ext[{settings.provider}]')"
+            f"model.provider: {settings.provider} needs its client "
+            f"({client_install_command(settings.provider, exc.name)})"
         ) from None
     try:
         cards = model_class.list_models()

@@ -20,8 +20,15 @@ from .. import __version__
 from ..adapter import installed
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
-from ..core.workspace import Storage, is_storage_url, open_storage, refuse_other_schemes
+from ..core.workspace import (
+    Storage,
+    is_storage_url,
+    open_storage,
+    refuse_other_schemes,
+)
 from ..replay import TranscriptError
+from ._arguments import ArgumentParser, UsageError, dash_query, days
+from ._output import EXIT_CLOSED_OUTPUT, discard_stdout, stdout_closed
 from ._studio import StudioError, studio, studio_arguments
 
 EXIT_OK = 0
@@ -52,7 +59,7 @@ def _config_argument(command: argparse.ArgumentParser, help: str = "YAML/JSON co
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="agentscope-context",
         description="Context management for AgentScope agents: truncation, compaction, memory.",
     )
@@ -87,10 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     cleanup = commands.add_parser(
         "cleanup",
         help="delete saved tool results older than the TTL",
-        description="Delete tool_result/ files older than --ttl-days (default: the config's).",
+        description="Delete tool_result/ files older than --ttl-days (default: the config's), "
+        "except those the latest summary.md or a saved session (sessions/) still names.",
     )
     _workspace_argument(cleanup)
-    cleanup.add_argument("--ttl-days", type=float, help="age limit in days")
+    cleanup.add_argument("--ttl-days", type=days, help="age limit in days (a positive number)")
     _config_argument(cleanup)
 
     replay = commands.add_parser(
@@ -137,7 +145,11 @@ def _parser() -> argparse.ArgumentParser:
         "identifiers (my_var, a/b.py) and CJK text work.",
     )
     _workspace_argument(search)
-    search.add_argument("query", help="what to find")
+    search.add_argument(
+        "query",
+        help="what to find; one starting with '-' works as it is (search WS -permission), "
+        "or after '--' (search WS -- --force)",
+    )
     search.add_argument(
         "--scope",
         default="all",
@@ -219,9 +231,32 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``agentscope-context``; returns the exit code."""
+    """Entry point of ``agentscope-context``; returns the exit code (141 when the reader of
+    standard output went away, see ``_output``)."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a reader gone shows here when the output fit in the buffer
+    except BrokenPipeError as exc:
+        if not stdout_closed():
+            print(f"agentscope-context: internal error: {exc!r}", file=sys.stderr)
+            return EXIT_ERROR
+        discard_stdout()
+        return EXIT_CLOSED_OUTPUT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except UsageError as error:
+            args = dash_query(parser, argv, error)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -254,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_closed():
+            raise  # the reader of the output went away: main ends quietly
         logging.getLogger("agentscope_context_ext").debug("internal error", exc_info=True)
         print(
             f"agentscope-context {args.command}: internal error: {exc!r} (run with -v for details)",
@@ -262,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         return EXIT_ERROR
-    parser.error(f"unknown command {args.command}")
+    print(f"agentscope-context: unknown command {args.command}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -300,13 +337,14 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     storage = _open_workspace(args.workspace)
     config = _config(args.config)
     ttl = args.ttl_days if args.ttl_days is not None else config.truncation.ttl_days
-    if ttl <= 0:
-        raise BadInput(f"--ttl-days must be positive, got {ttl}")
-    # What the latest summary names stays: the agent may still be told to read it.
+    # What the latest summary or a saved conversation names stays: the agent may still be told
+    # to read it (a chat continues its session with the notices it had).
     summary = (storage.read(SUMMARY_FILE) or b"").decode("utf-8", errors="replace")
     keep = saved_paths(summary)
+    for text in installed.saved_session_texts(args.workspace):
+        keep |= saved_paths(text)
     removed = ToolResultStore(storage, ttl_days=ttl).cleanup(keep=keep)
-    kept = f"; kept {len(keep)} named by {SUMMARY_FILE}" if keep else ""
+    kept = f"; kept {len(keep)} named by {SUMMARY_FILE} or a saved session" if keep else ""
     print(f"removed {len(removed)} tool result file(s) older than {ttl:g} day(s){kept}")
     for path in removed:
         print(f"  {path}")

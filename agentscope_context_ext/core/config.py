@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ._config_io import describe_errors, read_config_file
 from ._config_io import render_yaml as _render_yaml
 from .errors import ConfigError
-from .workspace import redact_url, workspace_url_error
+from .workspace import MAX_TTL_DAYS, redact_url, workspace_url_error
 
 __all__ = [
     "CompactionConfig",
@@ -131,8 +131,8 @@ class TruncationConfig(_Section):
     """``batched``: re-truncate between compactions only when this many tokens are freed."""
     max_window_share: float = Field(0.25, gt=0.0, le=1.0)
     """One tool result never takes more than this share of ``max_input_tokens``."""
-    ttl_days: float = Field(7, gt=0)
-    """Files in ``tool_result/`` older than this many days are deleted."""
+    ttl_days: float = Field(7, gt=0, le=MAX_TTL_DAYS, allow_inf_nan=False)
+    """Files in ``tool_result/`` older than this many days are deleted (at most 36500)."""
 
     def result_tokens(self, max_input_tokens: int) -> int:
         """The most tokens one tool result may take in a window of ``max_input_tokens``."""

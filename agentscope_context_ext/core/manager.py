@@ -159,6 +159,8 @@ class ContextManager(ABC):
             call_model=summary_call,
             compaction_window=summary_window,
             notify=notify,
+            # only our reader's outputs name their source file instead of a saved copy
+            read_file_name="read_file" if config.tools.read_file else None,
         )
         if history is not None:  # the user's other sessions are worth a search from the start
             self.pipeline.offered_tools.elsewhere = history.has_others

@@ -430,8 +430,8 @@ class HistoryIndex:
             record = json.loads(raw)
             if not isinstance(record, dict) or "id" not in record:
                 return None
-        except ValueError:
-            return None  # a torn or foreign line: the dialog reader skips it too
+        except (ValueError, RecursionError):
+            return None  # a torn, foreign or hostile line: the dialog reader skips it too
         msg = None
         if self.view is not None:
             with contextlib.suppress(Exception):  # a record its codec cannot read

@@ -303,7 +303,7 @@ def listed_session(raw: bytes, key: bytes | None = None) -> dict | None:
     """One line of a sessions list, if valid (see :meth:`HistoryScope.sessions`)."""
     try:
         entry = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return None
     fields = ("agent", "user", "session", "folder")
     if not isinstance(entry, dict) or not all(

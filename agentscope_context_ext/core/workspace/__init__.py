@@ -38,6 +38,7 @@ from ._storage import (
 from ._sub_storage import SubStorage
 from ._tool_result_store import (
     CLEANUP_INTERVAL_SECONDS,
+    MAX_TTL_DAYS,
     MESSAGE_DIRNAME,
     TOOL_RESULT_DIRNAME,
     ToolResultStore,
@@ -49,6 +50,7 @@ __all__ = [
     "CLEANUP_INTERVAL_SECONDS",
     "DEFAULT_TIMEOUT_SECONDS",
     "DIALOG_DIRNAME",
+    "MAX_TTL_DAYS",
     "MESSAGE_DIRNAME",
     "TOOL_RESULT_DIRNAME",
     "Breaker",

@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlparse, urlunparse
 
 from ..errors import WorkspaceError
+from ..installation import install_command
 from ._breaker import Breaker
 from ._keys import check_key
 from ._remote_calls import DEFAULT_TIMEOUT_SECONDS, RemoteCalls
@@ -152,8 +153,7 @@ class RedisStorage:
             import redis
         except ImportError:
             raise WorkspaceError(
-                f"workspace {location} needs the redis client: "
-                "pip install 'agentscope-context-ext[redis]'"
+                f"workspace {location} needs the redis client: {install_command('redis')}"
             ) from None
         try:
             parsed.port  # noqa: B018 - raises on a port that is not a number up to 65535
