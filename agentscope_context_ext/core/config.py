@@ -245,7 +245,8 @@ class ContextConfig(_Section):
     prompt_cache_price: float = Field(0.1, ge=0.0, le=1.0)
     """Price of a cached prompt token as a share of a full one (1.0: no caching); sets when to compact."""
     calibrate_with_usage: bool = False
-    """Use the provider's reported input tokens as the base of the next count."""
+    """Shift our count by a count error the provider's usage shows (never template skew; bounded).
+    Design §5.1: never below our exact count, at most 15% of the window, decaying."""
     notices: bool = True
     """Print compaction start/finish through ``agent.print`` (console and Studio)."""
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
