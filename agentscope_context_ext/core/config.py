@@ -239,7 +239,7 @@ class ContextConfig(_Section):
     max_input_tokens: int | None = Field(None, ge=1024)
     """The model's input window; ``null`` looks the model up in a small table (else 131072)."""
     tokenizer: Literal["auto", "qwen", "o200k_base", "cl100k_base", "estimate"] = "auto"
-    """Token counter; ``auto`` picks by model name (Qwen vocabulary, tiktoken, bytes/4)."""
+    """Token counter; ``auto`` picks by model name (Qwen vocabulary, tiktoken, a safe estimate)."""
     media_token_cost: int = Field(1280, ge=0)
     """Tokens counted for each image, audio or video block."""
     prompt_cache_price: float = Field(0.1, ge=0.0, le=1.0)
