@@ -271,3 +271,26 @@ async def test_errors_are_journaled_and_attempts_count_across_starts(workspace: 
     failed = list((workspace / "memory" / "jobs" / "failed").glob("*.json"))
     errors = json.loads(failed[0].read_text())["errors"]
     assert len(errors) == 2 and "still down" in errors[1], "one attempt left, not two"
+
+
+async def test_a_cancelled_consolidation_merges_its_notes_next_time(workspace: Path) -> None:
+    """The same swallowed cancel in the consolidation agent: its interrupted reply was taken
+    for an answer and the day's notes were marked merged though nothing was written."""
+    from agentscope.formatter import DashScopeChatFormatter
+    from test_long_term_memory import consolidator_model
+
+    from agentscope_context_ext import consolidate
+
+    ltm = LongTermMemory(workspace)
+    ltm.add_daily_note("Shell: fish", day="2026-12-01")
+    gate, thinking = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(
+        consolidate(ltm, consolidator_model(gate=gate, thinking=thinking), DashScopeChatFormatter())
+    )
+    await asyncio.wait_for(thinking.wait(), 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not (workspace / "memory" / ".consolidation.json").exists(), "nothing marked merged"
+    result = await consolidate(ltm, consolidator_model(), DashScopeChatFormatter())
+    assert result.status == "consolidated" and "- Shell: fish" in ltm.read()

@@ -297,3 +297,22 @@ async def test_an_exact_provider_agrees(workspace: Path) -> None:
     assert await agent.ask("go") == "All documents fetched."
     assert agent.manager.stats.token_count.kind == "agrees"
     assert agent.manager.pipeline.count.calibration == 0
+
+
+async def test_a_lying_length_rejection_teaches_nothing(workspace: Path) -> None:
+    """The same lie in a provider's length rejection: its count of the prompt is ignored (a
+    ``usage_ignored`` warning), not made a shift that every later prompt would carry."""
+    said = (
+        "Error code: 400 - This model's maximum context length is 16384 tokens. However, your "
+        "messages resulted in 100000000 tokens."
+    )
+    model = ScriptedChatModel([RuntimeError(said), "fine", "still fine"])
+    agent = managed(model, {"workspace": str(workspace), "max_input_tokens": 16384})
+    seen = events_of(agent)
+    with pytest.raises(Exception, match="100000000 tokens"):
+        await agent.ask("hello")
+    assert await agent.ask("again") == "fine"
+    assert await agent.ask("and again") == "still fine"
+    assert agent.manager.pipeline.count.overflow_shift == 0
+    ignored = [e for e in seen if e.type == "usage_ignored"]
+    assert len(ignored) == 1 and "length rejection" in ignored[0].reason

@@ -230,9 +230,12 @@ class SummarizerService:
                 errors.append(f"attempt {attempt}: {type(exc).__name__}: {exc}"[:500])
                 self._journal(path, {**record, "errors": errors})
                 continue
-            self.storage.delete(path)
             self.completed += 1
             logger.info("summarizer job %s done: %s", _job_id(path), answer[:80])
+            try:
+                self.storage.delete(path)
+            except OSError as exc:  # it runs again at the next start: its writes are idempotent
+                logger.warning("summarizer job %s done, kept in the journal: %s", path, exc)
             return attempt
         return None
 
