@@ -241,13 +241,14 @@ class ContextConfig(_Section):
     max_input_tokens: int | None = Field(None, ge=1024)
     """The model's input window; ``null`` looks the model up in a small table (else 131072)."""
     tokenizer: Literal["auto", "qwen", "o200k_base", "cl100k_base", "estimate"] = "auto"
-    """Token counter; ``auto`` picks by model name (Qwen vocabulary, tiktoken, bytes/4)."""
+    """Token counter; ``auto`` picks by model name (Qwen vocabulary, tiktoken, a safe estimate)."""
     media_token_cost: int = Field(1280, ge=0)
     """Tokens counted for each image, audio or video block."""
     prompt_cache_price: float = Field(0.1, ge=0.0, le=1.0)
     """Price of a cached prompt token as a share of a full one (1.0: no caching); sets when to compact."""
     calibrate_with_usage: bool = False
-    """Use the provider's reported input tokens as the base of the next count."""
+    """Shift our count by a count error the provider's usage shows (never template skew; bounded).
+    Design §5.1: never below our exact count, at most 15% of the window, decaying."""
     notices: bool = True
     """Print compaction start/finish through ``agent.print`` (console and Studio)."""
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)

@@ -279,7 +279,7 @@ class ContextManager(ABC):
             return
         # The prompt just sent was built from the context as it is now: count it exactly.
         count = await self.pipeline.count(sys_prompt, tools)
-        self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
+        await self.pipeline.record_usage(provider_input_tokens, count.floor)
 
     @portal
     async def recover_overflow(self, rejection: LengthRejection) -> PromptCount | None:
@@ -300,7 +300,7 @@ class ContextManager(ABC):
         possible): learn from it, so that the next calls fit."""
         sys_prompt, tools = await self.prompt_parts()
         count = await self.pipeline.count(sys_prompt, tools)
-        self.pipeline.learn_rejection(count.total - count.calibration, rejection)
+        await self.pipeline.learn_rejection(count.floor, rejection)
 
     @property
     def max_input_tokens(self) -> int:

@@ -65,7 +65,7 @@ def build_pipeline(
     )
     tally = TokenTally(counter)
     offer = ToolOffer(bus.stats, port, dialog_store)
-    count = PromptCounter(config, tally, port, bus, offer)
+    count = PromptCounter(config, tally, port, bus, offer, window)
     stage_two = StageTwo(config.truncation, truncator, port, bus)
     writer = SummaryWriter(
         call_model,

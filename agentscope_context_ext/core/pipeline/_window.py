@@ -125,7 +125,7 @@ class WindowGuard:
         if count.estimated:
             count = await self.count(sys_prompt, tools)  # never refuse on a bound
         window = self.window.tokens
-        if count.total > window:
+        if count.floor > window:  # never on a shift: the call's answer re-checks it (§5.1)
             await self._refuse(count)
         ids = self.port.message_ids()
         state = (count.total, len(ids))
@@ -150,15 +150,12 @@ class WindowGuard:
             "summary": count.head,
             "messages": count.messages,
         }
-        if count.calibration:
-            parts["calibration"] = count.calibration
         names = {
             "system": "the system prompt",
             "tools": "the tool schemas",
             "summary": "the summary and long-term memory",
             "messages": "the messages (what is left of them cannot be offloaded: the "
             "notices, the assistant's words and tool calls, results of exempt tools)",
-            "calibration": "the provider's count over ours",
         }
         largest = max(parts, key=lambda name: parts[name])
         breakdown = ", ".join(f"{names[name]} {tokens:,}" for name, tokens in parts.items())
@@ -168,7 +165,7 @@ class WindowGuard:
             else "with truncation off"
         )
         message = (
-            f"the prompt is {count.total:,} tokens, over the {window:,}-token window, "
+            f"the prompt is {count.floor:,} tokens, over the {window:,}-token window, "
             f"{offloaded}: {breakdown}. Most of it is {names[largest]}, which cannot be "
             "offloaded; nothing was sent and nothing is lost. Shorten the system prompt, offer "
             "fewer tools, or use a model with a larger window (max_input_tokens)."
@@ -176,13 +173,13 @@ class WindowGuard:
         await self.bus.emit(
             ContextError(
                 reason="context overflow",
-                tokens=count.total,
+                tokens=count.floor,
                 max_input_tokens=window,
                 largest=largest,
                 parts=parts,
             )
         )
-        raise ContextOverflowError(message, count.total, window, parts)
+        raise ContextOverflowError(message, count.floor, window, parts)
 
     async def _results_to_notices(
         self, sys_prompt: str, tools: list[dict] | None, count: PromptCount, target: int
