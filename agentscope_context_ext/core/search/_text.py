@@ -23,7 +23,10 @@ __all__ = [
     "PART_SEPARATOR",
     "Term",
     "first_match",
+    "holds_literal",
     "index_text",
+    "literal_pattern",
+    "locate",
     "parse_query",
     "shown",
     "snippet",
@@ -116,20 +119,62 @@ def shown(query: str, chars: int = 80) -> str:
 
 
 def snippet(
-    text: str, terms: list[Term], width: int = 240, at: int | None = None
+    text: str,
+    terms: list[Term],
+    width: int = 240,
+    at: int | None = None,
+    literal: re.Pattern[str] | None = None,
 ) -> tuple[str, int]:
-    """A one-line excerpt of ``text`` around its first match of ``terms`` (``at``, when the
-    caller found it already), and the 1-based line of ``text`` the match is on (the first line
-    when no term is found)."""
+    """A one-line excerpt of ``text`` around its best match, and the 1-based line of ``text``
+    the match is on (the first line when no term is found).
+
+    The best match is the query as typed (``literal``, see :func:`literal_pattern`), else the
+    query's words in a row, else its first term (``at``, when the caller found it already);
+    the excerpt is widened to show the whole of it (an identifier is never cut in two).
+    """
     if PART_SEPARATOR in text:
-        return _part_snippet(text, terms, width), 1
+        return _part_snippet(text, terms, width, literal), 1
+    length = 0
     if at is None:
-        at = first_match(text, terms)
+        at, length = locate(text, terms, literal)
     start = max(0, at - width // 3)
-    end = min(len(text), start + width)
+    end = min(len(text), max(start + width, at + length + width // 6))
     excerpt = " ".join(_CONTROL_RE.sub("?", text[start:end]).split())
     excerpt = ("…" if start > 0 else "") + excerpt + ("…" if end < len(text) else "")
     return excerpt, text.count("\n", 0, at) + 1
+
+
+def literal_pattern(query: str, terms: list[Term]) -> re.Pattern[str] | None:
+    """The query as the agent typed it, to prefer where it stands as written: ``None`` for a
+    plain word (its term finds nothing more). Case and accents ignored; not inside a longer
+    word (``probe_key_2`` is not in ``probe_key_24``)."""
+    text = " ".join(query.strip().split())
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1].strip()
+    if len(terms) == 1 and terms[0].prefix:
+        return None
+    if not text or (len(terms) == 1 and text == terms[0].text and _PIECE_RE.fullmatch(text)):
+        return None
+    expression = r"\s+".join(re.escape(word) for word in text.translate(_FOLD).split())
+    if re.match(r"\w", text):
+        expression = r"(?<!\w)" + expression
+    if re.search(r"\w$", text):
+        expression += r"(?!\w)"
+    return re.compile(expression, re.IGNORECASE)
+
+
+def locate(text: str, terms: list[Term], literal: re.Pattern[str] | None = None) -> tuple[int, int]:
+    """Where the best match of a query is in ``text`` and how long it is: the query as typed
+    (``literal``), else all its words in a row (``a b`` finds ``a_b``), else its first term
+    (0, 0 when none is)."""
+    folded = text.translate(_FOLD)
+    if literal is not None and (found := literal.search(folded)):
+        return found.start(), found.end() - found.start()
+    if len(terms) > 1 and not any(t.prefix for t in terms):
+        together = Term(" ".join(t.text for t in terms), ())
+        if found := together.pattern(whole=True).search(folded):
+            return found.start(), found.end() - found.start()
+    return first_match(text, terms), 0
 
 
 def first_match(text: str, terms: list[Term]) -> int:
@@ -143,13 +188,23 @@ def first_match(text: str, terms: list[Term]) -> int:
     return 0
 
 
-def _part_snippet(text: str, terms: list[Term], width: int) -> str:
-    """The snippet of the part holding the first match, its label kept."""
+def holds_literal(text: str, literal: re.Pattern[str]) -> bool:
+    """Whether ``text`` holds the query as typed (see :func:`literal_pattern`)."""
+    return literal.search(text.translate(_FOLD)) is not None
+
+
+def _part_snippet(text: str, terms: list[Term], width: int, literal: re.Pattern[str] | None) -> str:
+    """The snippet of the part holding the best match, its label kept."""
     parts = text.split(PART_SEPARATOR)
-    part = next(
-        (p for p in parts if any(t.pattern().search(p.translate(_FOLD)) for t in terms)), parts[0]
-    )
-    excerpt, _ = snippet(part, terms, width)
+    part = None
+    if literal is not None:
+        part = next((p for p in parts if holds_literal(p, literal)), None)
+    if part is None:
+        part = next(
+            (p for p in parts if any(t.pattern().search(p.translate(_FOLD)) for t in terms)),
+            parts[0],
+        )
+    excerpt, _ = snippet(part, terms, width, literal=literal)
     label = _LABEL_RE.match(part)
     if label and not excerpt.startswith(label.group()):
         excerpt = label.group() + excerpt

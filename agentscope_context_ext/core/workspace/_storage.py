@@ -110,6 +110,13 @@ class Storage(Protocol):
         """``(number, line)`` from the last line to the first."""
         ...
 
+    def log_versions(self, keys: list[str]) -> list[tuple | None]:
+        """A version of each log of ``keys`` in one read (one round trip on a server), in
+        order, ``None`` for an absent one: where appends are atomic, ``(line count, last
+        line)``; else :meth:`version`'s. What a reader checks before it reads on (the history
+        index, design §6.2), so that the check costs the same however many logs there are."""
+        ...
+
     def lock(self, name: str, timeout: float = 30.0) -> contextlib.AbstractContextManager:
         """Hold the exclusive lock ``name`` while the ``with`` block runs; waits at most
         ``timeout`` seconds (then ``TimeoutError``)."""
@@ -217,6 +224,10 @@ class LocalStorage:
         except FileNotFoundError:
             return None
         return info.st_mtime_ns, info.st_size
+
+    def log_versions(self, keys: list[str]) -> list[tuple | None]:
+        # one stat a file: no round trip to batch
+        return [self.version(key) for key in keys]
 
     def names(self, prefix: str) -> list[str]:
         try:
