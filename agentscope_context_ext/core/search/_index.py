@@ -75,6 +75,9 @@ LONG_LINE_BYTES = 1000
 CANDIDATES = 30
 """Documents ranked before the query as typed and its words in a row are preferred among them
 (:meth:`HistoryIndex.search`)."""
+LITERAL_POOL = 300
+"""A query with punctuation (``#row-id``, ``f(x) :: t``) looks this far down the ranking for
+where it stands as typed (its words are common, its punctuation is not indexed)."""
 
 
 @dataclass(frozen=True)
@@ -560,13 +563,20 @@ class HistoryIndex:
             ranked.setdefault(rowid, score)
         order = list(ranked)
         if literal is not None:
-            typed = {rowid for rowid in order if self._holds(db, rowid, literal)}
+            if len(order) >= pool:  # more match: a wider pool, checked in SQL first
+                for rowid, score in self.engine.ranked(db, terms, LITERAL_POOL, 0, all_terms):
+                    ranked.setdefault(rowid, score)
+                order = list(ranked)
+            typed = self._typed(db, order, literal, query)
             order.sort(key=lambda rowid: (rowid not in typed, rowid not in phrased))
         hits: list[IndexedHit] = []
         offset = len(found)
+        # scores follow the order (lower is better): a merge of conversations by score keeps it
+        floor = min(ranked.values(), default=0.0)
         while True:
             for rowid in order:
-                hit = self._hit(db, rowid, ranked[rowid], terms, literal)
+                floor = max(floor, ranked[rowid])
+                hit = self._hit(db, rowid, floor, terms, literal)
                 if hit is not None:
                     hits.append(hit)
                 if len(hits) >= limit:
@@ -579,9 +589,23 @@ class HistoryIndex:
             order = [rowid for rowid, _ in found if rowid not in ranked]
             ranked.update(found)
 
-    def _holds(self, db: sqlite3.Connection, rowid: int, literal: re.Pattern[str]) -> bool:
-        row = db.execute("SELECT body FROM docs WHERE id = ?", (rowid,)).fetchone()
-        return row is not None and holds_literal(row[0] or "", literal)
+    @staticmethod
+    def _typed(
+        db: sqlite3.Connection, rowids: list[int], literal: re.Pattern[str], query: str
+    ) -> set[int]:
+        """Which of ``rowids`` hold the query as typed: SQLite's ``LIKE`` on its longest
+        piece first (ASCII: case-insensitive; only the bodies that pass come to Python), then
+        the pattern."""
+        piece = max(query.replace('"', " ").split(), key=len, default="")
+        sql = f"SELECT id, body FROM docs WHERE id IN ({','.join('?' * len(rowids))})"
+        args: list[object] = list(rowids)
+        if piece.isascii():
+            escaped = piece.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            sql += " AND body LIKE ? ESCAPE '\\'"
+            args.append(f"%{escaped}%")
+        return {
+            rowid for rowid, body in db.execute(sql, args) if holds_literal(body or "", literal)
+        }
 
     def _hit(
         self,
