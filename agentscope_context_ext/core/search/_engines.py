@@ -316,7 +316,12 @@ class TantivyEngine:
         if not hits:
             return []
         ids = searcher.fast_field_values("id", [address for _, address in hits])
-        return [(int(i), -float(score)) for (score, _), i in zip(hits, ids, strict=True)]
+        found = [(int(i), -float(score)) for (score, _), i in zip(hits, ids, strict=True)]
+        # Equal scores come in the order of the copy's segments, which differ from worker to
+        # worker (merges run when they run): newest first, so that every copy answers alike
+        # (a tie across the ``limit``-th hit can still differ).
+        found.sort(key=lambda item: (item[1], -item[0]))
+        return found
 
     def close(self) -> None:
         self.index = None

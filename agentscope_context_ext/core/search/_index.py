@@ -627,10 +627,10 @@ class HistoryIndex:
                 return None  # expired since it was indexed: the next hits take its place
             body = data.decode("utf-8", errors="replace")
         body = body or ""
-        position = None
+        position = length = None
         if kind == "output":
-            position, _ = locate(body, terms, literal)
-        excerpt, at = snippet(body, terms, literal=literal)
+            position, length = locate(body, terms, literal)
+        excerpt, at = snippet(body, terms, at=position, literal=literal, length=length or 0)
         start_byte = 0
         if position is not None:
             begins = body.rfind("\n", 0, position) + 1
