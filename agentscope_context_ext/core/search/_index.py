@@ -53,7 +53,7 @@ from ._engines import (
     default_engine,
     remove_copies,
 )
-from ._text import PART_SEPARATOR, Term, holds_literal, literal_pattern, locate, snippet
+from ._text import PART_SEPARATOR, Term, Typed, holds_literal, literal_pattern, locate, snippet
 
 __all__ = ["INDEX_DIRNAME", "RANK_WINDOW", "HistoryIndex", "IndexedHit", "index_location"]
 
@@ -590,9 +590,7 @@ class HistoryIndex:
             ranked.update(found)
 
     @staticmethod
-    def _typed(
-        db: sqlite3.Connection, rowids: list[int], literal: re.Pattern[str], query: str
-    ) -> set[int]:
+    def _typed(db: sqlite3.Connection, rowids: list[int], literal: Typed, query: str) -> set[int]:
         """Which of ``rowids`` hold the query as typed: SQLite's ``LIKE`` on its longest
         piece first (ASCII: case-insensitive; only the bodies that pass come to Python), then
         the pattern."""
@@ -613,7 +611,7 @@ class HistoryIndex:
         rowid: int,
         score: float,
         terms: list[Term],
-        literal: re.Pattern[str] | None = None,
+        literal: Typed | None = None,
     ) -> IndexedHit | None:
         row = db.execute(
             "SELECT kind, file, line, role, ts, body FROM docs WHERE id = ?", (rowid,)

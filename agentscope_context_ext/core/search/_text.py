@@ -22,6 +22,7 @@ from dataclasses import dataclass
 __all__ = [
     "PART_SEPARATOR",
     "Term",
+    "Typed",
     "first_match",
     "holds_literal",
     "index_text",
@@ -124,7 +125,7 @@ def snippet(
     terms: list[Term],
     width: int = 240,
     at: int | None = None,
-    literal: re.Pattern[str] | None = None,
+    literal: Typed | None = None,
     length: int = 0,
 ) -> tuple[str, int]:
     """A one-line excerpt of ``text`` around its best match, and the 1-based line of ``text``
@@ -146,10 +147,34 @@ def snippet(
     return excerpt, text.count("\n", 0, at) + 1
 
 
-def literal_pattern(query: str, terms: list[Term]) -> re.Pattern[str] | None:
+@dataclass(frozen=True)
+class Typed:
+    """The query as the agent typed it (see :func:`literal_pattern`)."""
+
+    pattern: re.Pattern[str]
+    """Its words as written, any blanks between them; case ignored; not followed by a letter or
+    digit when it ends with one."""
+    alone: bool
+    """It starts with a letter or digit: it must not follow one (checked by hand: a look-behind
+    at the start of a pattern makes ``re`` try every position of a 2 MB output)."""
+
+    def find(self, folded: str) -> tuple[int, int] | None:
+        """Where it first stands in ``folded`` (text with accents folded), if it does."""
+        for match in self.pattern.finditer(folded):
+            at = match.start()
+            if not self.alone or at == 0 or not _word_character(folded[at - 1]):
+                return at, match.end()
+        return None
+
+
+def _word_character(character: str) -> bool:
+    return character.isalnum() or character == "_"
+
+
+def literal_pattern(query: str, terms: list[Term]) -> Typed | None:
     """The query as the agent typed it, to prefer where it stands as written: ``None`` without
-    punctuation (its terms, and its words in a row, find the same). Case and accents ignored; not inside a longer
-    word (``probe_key_2`` is not in ``probe_key_24``)."""
+    punctuation (its terms, and its words in a row, find the same). Case and accents ignored;
+    not inside a longer word (``probe_key_2`` is not in ``probe_key_24``)."""
     text = " ".join(query.strip().split())
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1].strip()
@@ -158,31 +183,29 @@ def literal_pattern(query: str, terms: list[Term]) -> re.Pattern[str] | None:
     if not text or not _PUNCTUATION_RE.search(text):
         return None  # words only: the words in a row (a phrase of them) is what it asks
     expression = r"\s+".join(re.escape(word) for word in fold(text).split())
-    if re.match(r"\w", text):
-        expression = r"(?<!\w)" + expression
-    if re.search(r"\w$", text):
+    if _word_character(text[-1]):
         expression += r"(?!\w)"
-    return re.compile(expression, re.IGNORECASE)
+    return Typed(re.compile(expression, re.IGNORECASE), _word_character(text[0]))
 
 
-def locate(text: str, terms: list[Term], literal: re.Pattern[str] | None = None) -> tuple[int, int]:
+def locate(text: str, terms: list[Term], literal: Typed | None = None) -> tuple[int, int]:
     """Where the best match of a query is in ``text`` and how long it is: the query as typed
     (``literal``), else all its words in a row (``a b`` finds ``a_b``), else its first term
     (0, 0 when none is)."""
     folded = fold(text)
-    if literal is not None and (found := literal.search(folded)):
-        return found.start(), found.end() - found.start()
+    if literal is not None and (span := literal.find(folded)):
+        return span[0], span[1] - span[0]
     if len(terms) > 1 and not any(t.prefix for t in terms):
         together = Term(" ".join(t.text for t in terms), ())
         if found := together.pattern(whole=True).search(folded):
             return found.start(), found.end() - found.start()
-    return first_match(text, terms), 0
+    return first_match(text, terms, folded), 0
 
 
-def first_match(text: str, terms: list[Term]) -> int:
+def first_match(text: str, terms: list[Term], folded: str | None = None) -> int:
     """Where the first term is in ``text`` (0 when none is), accents ignored as the index ignores
-    them (``cafe`` is in ``café``; the folding keeps every position)."""
-    folded = fold(text)
+    them (``cafe`` is in ``café``; the folding keeps every position; ``folded``: done already)."""
+    folded = fold(text) if folded is None else folded
     for whole in (True, False):  # a whole word first, as the index matched it
         found = [m.start() for term in terms if (m := term.pattern(whole).search(folded))]
         if found:
@@ -190,12 +213,12 @@ def first_match(text: str, terms: list[Term]) -> int:
     return 0
 
 
-def holds_literal(text: str, literal: re.Pattern[str]) -> bool:
+def holds_literal(text: str, literal: Typed) -> bool:
     """Whether ``text`` holds the query as typed (see :func:`literal_pattern`)."""
-    return literal.search(fold(text)) is not None
+    return literal.find(fold(text)) is not None
 
 
-def _part_snippet(text: str, terms: list[Term], width: int, literal: re.Pattern[str] | None) -> str:
+def _part_snippet(text: str, terms: list[Term], width: int, literal: Typed | None) -> str:
     """The snippet of the part holding the best match, its label kept."""
     parts = text.split(PART_SEPARATOR)
     part = None
@@ -230,10 +253,15 @@ def _fold_table() -> dict[int, str]:
 _FOLD = _fold_table()
 
 
+_FOLDABLE_RE = re.compile("[" + "".join(map(chr, sorted(_FOLD))) + "]")
+
+
 def fold(text: str) -> str:
-    """``text`` with accents folded, one character for one (ASCII text as it is: no copy, and a
-    saved output of 2 MB is not translated character by character for every hit)."""
-    return text if text.isascii() else text.translate(_FOLD)
+    """``text`` with accents folded, one character for one; text with nothing to fold as it is
+    (no copy: a saved output of 2 MB is not translated character by character for every hit)."""
+    if text.isascii() or not _FOLDABLE_RE.search(text):
+        return text
+    return text.translate(_FOLD)
 
 
 _LABEL_RE = re.compile(r"^\[[a-z_ ]+\] ")
