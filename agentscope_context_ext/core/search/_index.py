@@ -53,7 +53,16 @@ from ._engines import (
     default_engine,
     remove_copies,
 )
-from ._text import PART_SEPARATOR, Term, Typed, holds_literal, literal_pattern, locate, snippet
+from ._text import (
+    PART_SEPARATOR,
+    Term,
+    Typed,
+    holds_literal,
+    in_a_row,
+    literal_pattern,
+    locate,
+    snippet,
+)
 
 __all__ = ["INDEX_DIRNAME", "RANK_WINDOW", "HistoryIndex", "IndexedHit", "index_location"]
 
@@ -554,21 +563,28 @@ class HistoryIndex:
         pool = max(limit, CANDIDATES)
         ranked: dict[int, float] = {}
         together = len(terms) > 1 and all_terms and not any(t.prefix for t in terms)
-        if together:  # the words in a row: a phrase of them all
-            phrase = Term(" ".join(t.text for t in terms), tuple(w for t in terms for w in t.words))
+        words = [w for t in terms for w in t.words]
+        phrased: set[int] | None = set()
+        if together and self.engine.phrase_affordable(db, words):
+            # the words in a row, ranked over every document: a phrase of them all
+            phrase = Term(" ".join(t.text for t in terms), tuple(words))
             ranked.update(self.engine.ranked(db, [phrase], pool, 0, True))
-        phrased = set(ranked)
+            phrased = set(ranked)
+        elif together:
+            phrased = None  # each word in too many documents: looked for among the best only
         found = self.engine.ranked(db, terms, pool, 0, all_terms)
         for rowid, score in found:
             ranked.setdefault(rowid, score)
         order = list(ranked)
-        if literal is not None:
-            if len(order) >= pool:  # more match: a wider pool, checked in SQL first
-                for rowid, score in self.engine.ranked(db, terms, LITERAL_POOL, 0, all_terms):
-                    ranked.setdefault(rowid, score)
-                order = list(ranked)
-            typed = self._typed(db, order, literal, query)
-            order.sort(key=lambda rowid: (rowid not in typed, rowid not in phrased))
+        if literal is not None and len(order) >= pool:
+            # more match: a wider pool, checked in SQL first
+            for rowid, score in self.engine.ranked(db, terms, LITERAL_POOL, 0, all_terms):
+                ranked.setdefault(rowid, score)
+            order = list(ranked)
+        if phrased is None:
+            phrased = self._holding(db, order[:pool], in_a_row(terms), max(words, key=len))
+        typed = set() if literal is None else self._holding(db, order, literal, query)
+        order.sort(key=lambda rowid: (rowid not in typed, rowid not in phrased))
         hits: list[IndexedHit] = []
         offset = len(found)
         # scores follow the order (lower is better): a merge of conversations by score keeps it
@@ -590,20 +606,20 @@ class HistoryIndex:
             ranked.update(found)
 
     @staticmethod
-    def _typed(db: sqlite3.Connection, rowids: list[int], literal: Typed, query: str) -> set[int]:
-        """Which of ``rowids`` hold the query as typed: SQLite's ``LIKE`` on its longest
-        piece first (ASCII: case-insensitive; only the bodies that pass come to Python), then
-        the pattern."""
-        piece = max(query.replace('"', " ").split(), key=len, default="")
+    def _holding(db: sqlite3.Connection, rowids: list[int], wanted: Typed, text: str) -> set[int]:
+        """Which of ``rowids`` hold ``wanted`` (the query as typed, or its words in a row):
+        SQLite's ``LIKE`` on the longest piece of ``text`` first (ASCII: case-insensitive; only
+        the bodies that pass come to Python), then the pattern."""
+        if not rowids:
+            return set()
+        piece = max(text.replace('"', " ").split(), key=len, default="")
         sql = f"SELECT id, body FROM docs WHERE id IN ({','.join('?' * len(rowids))})"
         args: list[object] = list(rowids)
         if piece.isascii():
             escaped = piece.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             sql += " AND body LIKE ? ESCAPE '\\'"
             args.append(f"%{escaped}%")
-        return {
-            rowid for rowid, body in db.execute(sql, args) if holds_literal(body or "", literal)
-        }
+        return {rowid for rowid, body in db.execute(sql, args) if holds_literal(body or "", wanted)}
 
     def _hit(
         self,

@@ -25,6 +25,7 @@ __all__ = [
     "Typed",
     "first_match",
     "holds_literal",
+    "in_a_row",
     "index_text",
     "literal_pattern",
     "locate",
@@ -188,6 +189,17 @@ def literal_pattern(query: str, terms: list[Term]) -> Typed | None:
     return Typed(re.compile(expression, re.IGNORECASE), _word_character(text[0]))
 
 
+def in_a_row(terms: list[Term]) -> Typed:
+    """The words of ``terms`` in a row, anything that is not a letter or digit between them (as
+    a phrase of them matches in the index), not inside a longer word (CJK: inside its runs)."""
+    pieces = [p for term in terms for p in _PIECE_RE.findall(fold(term.text))]
+    expression = r"[\W_]+".join(map(re.escape, pieces)) or re.escape(terms[0].text)
+    if pieces and not _CJK_RUN_RE.match(pieces[-1][-1]):
+        expression += r"(?![^\W_])"
+    alone = bool(pieces) and not _CJK_RUN_RE.match(pieces[0][0])
+    return Typed(re.compile(expression, re.IGNORECASE), alone)
+
+
 def locate(text: str, terms: list[Term], literal: Typed | None = None) -> tuple[int, int]:
     """Where the best match of a query is in ``text`` and how long it is: the query as typed
     (``literal``), else all its words in a row (``a b`` finds ``a_b``), else its first term
@@ -195,10 +207,9 @@ def locate(text: str, terms: list[Term], literal: Typed | None = None) -> tuple[
     folded = fold(text)
     if literal is not None and (span := literal.find(folded)):
         return span[0], span[1] - span[0]
-    if len(terms) > 1 and not any(t.prefix for t in terms):
-        together = Term(" ".join(t.text for t in terms), ())
-        if found := together.pattern(whole=True).search(folded):
-            return found.start(), found.end() - found.start()
+    together = len(terms) > 1 and not any(t.prefix for t in terms)
+    if together and (span := in_a_row(terms).find(folded)):
+        return span[0], span[1] - span[0]
     return first_match(text, terms, folded), 0
 
 
