@@ -265,3 +265,14 @@ def test_a_query_matching_more_than_the_rank_window_ranks_the_newest_matches(
     assert set(lines("alpha")) <= {4, 5, 6, 7, 8}, "eight matches: the newest five are ranked"
     assert lines("rare_word") == [1], "a query with fewer matches: all of them"
     assert lines("alpha nothing_else")[0] == 1, "the any-term fallback ranks every match"
+
+
+def test_an_engine_that_is_not_one_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    fill(workspace, ["something said"])
+    monkeypatch.setenv("ACE_SEARCH_ENGINE", "lucene")
+    code, out, err = run(capsys, str(workspace), "something")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "ACE_SEARCH_ENGINE must be one of tantivy, fts5" in err

@@ -282,3 +282,23 @@ def test_workers_each_keep_their_index_of_one_store_caught_up(
     finally:
         for worker in workers:
             worker.close()
+
+
+def test_a_copy_lost_under_an_open_index_is_made_again(tmp_path: Path) -> None:
+    """The copy's folder removed while a search holds the index open (another process rebuilt,
+    a cleanup): the next catch-up cannot commit to it; the copy is made again from the file and
+    the search answers every message."""
+    pytest.importorskip("tantivy")
+    import shutil
+
+    storage = open_storage(tmp_path / "ws")
+    store = write(storage, ["kernel_panic on cpu7", "all fine"])
+    index = HistoryIndex(storage, engine="tantivy")
+    conversation = Conversation(storage, index=index)
+    assert [h.line for h in search_history([conversation], "kernel_panic", 5).hits] == [1]
+    shutil.rmtree(_tantivy_copy(storage))
+    store.append([said("another kernel_panic on cpu3")])
+    hits = search_history([conversation], "kernel_panic", 5).hits
+    assert sorted(h.line for h in hits) == [1, 3]
+    assert not index.in_memory and list(_tantivy_copy(storage).iterdir())
+    index.close()

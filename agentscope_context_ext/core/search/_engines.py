@@ -28,6 +28,7 @@ __all__ = [
     "ENGINES",
     "ENGINE_ENV",
     "RANK_WINDOW",
+    "CopyError",
     "Engine",
     "Fts5Engine",
     "TantivyEngine",
@@ -53,6 +54,11 @@ words each in 40% of a million messages took 36 ms, B11)."""
 _WRITER_HEAP = 64_000_000
 """Bytes Tantivy buffers before it writes a segment (a build of 1M documents writes ~40)."""
 _TANTIVY_BATCH = 5_000
+
+
+class CopyError(Exception):
+    """The engine's own copy of the index could not be written or read (Tantivy's error): it is
+    made again from the SQLite file, or the search goes on in memory."""
 
 
 def tantivy_available() -> bool:
@@ -252,6 +258,12 @@ class TantivyEngine:
         return int(searcher.fast_field_values("id", [found[0][1]])[0]) if found else 0
 
     def sync(self, db: sqlite3.Connection) -> int:
+        try:
+            return self._sync(db)
+        except (ValueError, OSError) as exc:  # Tantivy's I/O errors (a full disk, a lost file)
+            raise CopyError(str(exc)[:300]) from exc
+
+    def _sync(self, db: sqlite3.Connection) -> int:
         t = self._t
         self.index.reload()
         newest = db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0

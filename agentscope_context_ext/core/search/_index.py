@@ -46,6 +46,7 @@ from ..workspace import (
 from ._engines import (
     ENGINES,
     RANK_WINDOW,
+    CopyError,
     Engine,
     Fts5Engine,
     TantivyEngine,
@@ -363,11 +364,16 @@ class HistoryIndex:
         for attempt in (1, 2, 3):
             try:
                 return self._refresh()
-            except (_Stale, sqlite3.DatabaseError) as exc:
+            except (_Stale, sqlite3.DatabaseError, CopyError) as exc:
                 if attempt == 3 or _busy(exc):
                     raise  # another process holds the index: not a reason to drop the file
                 self.close()
-                if isinstance(exc, _Stale) or _corrupt(exc):
+                if isinstance(exc, CopyError) and attempt == 1 and not self.in_memory:
+                    # the engine's copy is a cache of ``docs``: made again, the file kept
+                    logger.warning("history index copy of %s: %s; made again", self.path, exc)
+                    if self.path is not None:
+                        remove_copies(self.path)
+                elif isinstance(exc, _Stale) or (not isinstance(exc, CopyError) and _corrupt(exc)):
                     logger.warning("rebuilding the history index %s: %s", self.path, exc)
                     if not self.in_memory:
                         self._remove_file()
