@@ -347,7 +347,8 @@ def _percentile(values: list[float], share: float) -> float:
 def _index_path(storage, engine: str) -> Path:
     """Each engine's index file: the kept one where the tools find it, the other beside it."""
     path = index_location(storage)
-    return path if engine == KEPT else path.with_name(f"index-{engine}.sqlite")
+    # beside it under a name of its own (a Redis store's index is named by its digest)
+    return path if engine == KEPT else path.with_name(f"{path.stem}-{engine}.sqlite")
 
 
 def _index_bytes(path: Path) -> int:

@@ -112,6 +112,10 @@ class Engine(Protocol):
     def behind(self, db: sqlite3.Connection) -> bool:
         """Whether documents of ``docs`` are not searchable yet (cheap: every search asks)."""
 
+    def prepare(self, db: sqlite3.Connection) -> None:
+        """At the start of a catch-up's transaction, before documents are added: forget what
+        the engine holds that ``docs`` does not (their ids are about to be given again)."""
+
     def sync(self, db: sqlite3.Connection) -> int:
         """Make every document of ``docs`` searchable (inside the catch-up's transaction,
         before it commits); the documents added."""
@@ -155,6 +159,9 @@ class Fts5Engine:
 
     def behind(self, db: sqlite3.Connection) -> bool:
         return False  # indexed in the same transaction as ``docs``
+
+    def prepare(self, db: sqlite3.Connection) -> None:
+        return None  # in the same transaction as ``docs``: never ahead
 
     def sync(self, db: sqlite3.Connection) -> int:
         return 0
@@ -250,12 +257,28 @@ class TantivyEngine:
         self.index.reload()
         return self._count() != newest
 
-    def _newest(self) -> int:
-        searcher = self.index.searcher()
-        if not searcher.num_docs:
-            return 0
-        found = searcher.search(self._t.Query.all_query(), 1, order_by_field="id").hits
-        return int(searcher.fast_field_values("id", [found[0][1]])[0]) if found else 0
+    def _ahead(self, newest: int) -> int:
+        """Documents of the copy past ``newest`` (a range of the indexed ids: only those are
+        read, where finding the copy's largest id read every document's, 1M at 1M)."""
+        return self.index.searcher().search(self._past(newest), 1, count=True).count
+
+    def _past(self, newest: int):
+        t = self._t
+        return t.Query.range_query(self.schema, "id", t.FieldType.Unsigned, newest + 1, 2**63)
+
+    def prepare(self, db: sqlite3.Connection) -> None:
+        try:
+            self.index.reload()
+            newest = db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
+            if not self._ahead(newest):
+                return  # the common case: one count of the ids past the file's
+            writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+            writer.delete_documents_by_query(self._past(newest))
+            writer.commit()
+            writer.wait_merging_threads()
+            self.index.reload()
+        except (ValueError, OSError) as exc:
+            raise CopyError(str(exc)[:300]) from exc
 
     def sync(self, db: sqlite3.Connection) -> int:
         try:
@@ -267,18 +290,16 @@ class TantivyEngine:
         t = self._t
         self.index.reload()
         newest = db.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
-        have = self._newest()
-        if have == newest and self._count() == newest:
+        # The copy holds ids 1..M (each commit adds the next ids, all or none), maybe past
+        # ``newest`` (cut back: ``prepare`` does it before ids are given again).
+        ahead = self._ahead(newest)
+        have = self._count() - ahead
+        if not ahead and have == newest:
             return 0
         writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
         try:
-            if have > newest or self._count() != have:
-                # ahead (its commit landed, SQLite's did not) or holes: cut back to what both
-                # hold for certain, and add the rest again
-                have = min(have, newest, self._count())
-                writer.delete_documents_by_query(
-                    t.Query.range_query(self.schema, "id", t.FieldType.Unsigned, have + 1, 2**63)
-                )
+            if ahead:
+                writer.delete_documents_by_query(self._past(newest))
             added = 0
             for rowid, body in db.execute(
                 "SELECT id, body FROM docs WHERE id > ? ORDER BY id", (have,)

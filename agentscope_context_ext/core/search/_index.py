@@ -412,6 +412,7 @@ class HistoryIndex:
         added = 0
         db.execute("BEGIN IMMEDIATE")  # one writer; the sources are read again under it
         try:
+            self.engine.prepare(db)  # a copy ahead of the file (a crash) forgets its extra ids
             state = {
                 name: (lines, version, head)
                 for name, lines, version, head in db.execute(
