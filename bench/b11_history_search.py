@@ -30,7 +30,6 @@ local). A quick run (no 1M) never meets the target.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import json
@@ -57,6 +56,7 @@ from agentscope_context_ext.core.tools import record_view
 from agentscope_context_ext.core.workspace import DialogStore, ToolResultStore, open_storage
 from agentscope_context_ext.replay import Record, claude_code_records
 
+from ._b11_workers import workers_on_one_store
 from ._data import chinese_conversation, transcripts_dir
 
 TITLE = "history search at scale: the index against today's scan, local and Redis"
@@ -68,7 +68,6 @@ KEPT = "tantivy" if tantivy_available() else "fts5"
 """The engine the target is judged on: the one the tools use (the ``search`` extra's)."""
 ENGINES = ("tantivy", "fts5") if tantivy_available() else ("fts5",)
 """Measured side by side on the same corpora (design §6.2 says why one is kept)."""
-WORKERS = 4
 SIZES = (10_000, 100_000, 1_000_000)
 REDIS_SIZES = (10_000, 100_000)
 REDIS_1M_ENV = "ACE_B11_REDIS_1M"
@@ -505,84 +504,6 @@ def _increments(corpora: list[Corpus], rounds: int) -> dict[tuple[int, str], dic
     }
 
 
-def _worker(url: str, cache: str, conn) -> None:
-    """One worker process: its own private cache folder (its own index of the shared store);
-    answers ``(query)`` with (documents caught up, catch-up s, search s) until ``None``."""
-    os.environ["TMPDIR"] = cache
-    tempfile.tempdir = None  # the private cache folder is under it
-    storage = open_storage(url)
-    view = record_view(installed.open_dialog(storage))
-    conversation = Conversation(storage, view=view)
-    while (query := conn.recv()) is not None:
-        started = time.perf_counter()
-        added = conversation.history().refresh()
-        caught = time.perf_counter() - started
-        started = time.perf_counter()
-        search_history([conversation], query, 10)
-        conn.send((added, caught, time.perf_counter() - started))
-    conversation.history().close()
-
-
-def _workers(corpus: Corpus, rounds: int = 7) -> dict:
-    """``WORKERS`` processes on one Redis store (``corpus``), each with its own index: all but
-    one make theirs at once (their first search), then rounds of 10 appended messages and each
-    worker's next search (its catch-up per message); then the last, new worker's first search
-    while the others go on searching."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    folder = tempfile.mkdtemp(prefix="b11-workers-")
-    pipes, processes = [], []
-    try:
-        for n in range(WORKERS):
-            cache = Path(folder) / f"worker-{n}"
-            cache.mkdir()
-            ours, theirs = context.Pipe()
-            process = context.Process(target=_worker, args=(corpus.workspace, str(cache), theirs))
-            process.start()
-            pipes.append(ours)
-            processes.append(process)
-        old = pipes[:-1]
-
-        def ask(chosen, query: str) -> list[tuple[int, float, float]]:
-            for pipe in chosen:
-                pipe.send(query)
-            return [pipe.recv() for pipe in chosen]
-
-        first = ask(old, "spotter")
-        catch_up, after = [], []
-        for _ in range(rounds):
-            corpus.append(INCREMENT)
-            for added, caught, searched in ask(old, "transcript"):
-                catch_up.append(caught / max(added, 1))
-                after.append(searched)
-        pipes[-1].send("spotter")  # the new worker's first search, the others searching
-        while not pipes[-1].poll(0.05):
-            ask(old, "session transcript")
-        _, new_build, new_search = pipes[-1].recv()
-        corpus.append(INCREMENT)
-        last = ask(pipes, "transcript")
-        return {
-            "workers": WORKERS,
-            "messages": corpus.size + corpus.appended,
-            "first_search_s": [round(c + q, 2) for _, c, q in first],
-            "catch_up_ms_per_message": round(statistics.median(catch_up) * 1000, 3),
-            "catch_up_ms_per_message_p90": round(_percentile(catch_up, 0.9) * 1000, 3),
-            "search_after_ms": round(statistics.median(after) * 1000, 2),
-            "new_worker_first_search_s": round(new_build + new_search, 2),
-            "all_caught_up_after": [added for added, _, _ in last],
-        }
-    finally:
-        for pipe in pipes:
-            with contextlib.suppress(OSError, BrokenPipeError):
-                pipe.send(None)
-        for process in processes:
-            process.join(60)
-            if process.is_alive():
-                process.kill()
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 # ---------------------------------------------------------------------- running
 
 
@@ -626,7 +547,7 @@ def _backend(
         for row in rows:
             row.update(increments[(row["messages"], row["engine"])])
         if name == "redis":
-            part["workers"] = _workers(corpora[0])
+            part["workers"] = workers_on_one_store(corpora[0], INCREMENT)
     finally:
         for corpus in corpora:
             if name == "redis":
