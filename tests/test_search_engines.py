@@ -301,3 +301,25 @@ def test_a_copy_lost_under_an_open_index_is_made_again(tmp_path: Path) -> None:
     assert sorted(h.line for h in hits) == [1, 3]
     assert not index.in_memory and list(_tantivy_copy(storage).iterdir())
     index.close()
+
+
+def test_a_link_at_the_copy_is_never_followed(tmp_path: Path) -> None:
+    """The copy's folder replaced by a link (to another user's folder, say): the search answers
+    from memory and nothing is written or deleted through the link."""
+    pytest.importorskip("tantivy")
+    import shutil
+
+    storage = open_storage(tmp_path / "ws")
+    write(storage, ["kernel_panic on cpu7", "all fine"])
+    assert lines(storage, "kernel_panic") == [1]
+    folder = _tantivy_copy(storage)
+    shutil.rmtree(folder)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "theirs.txt").write_text("someone else's")
+    folder.symlink_to(outside, target_is_directory=True)
+    index = HistoryIndex(storage, engine="tantivy")
+    hits = search_history([Conversation(storage, index=index)], "kernel_panic", 5).hits
+    assert [h.line for h in hits] == [1] and index.in_memory
+    index.close()
+    assert sorted(p.name for p in outside.iterdir()) == ["theirs.txt"]

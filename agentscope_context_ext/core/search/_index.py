@@ -209,6 +209,7 @@ class HistoryIndex:
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
+        db = None
         try:
             if self.path is None or self.in_memory:
                 raise OSError("no place for the index file")
@@ -228,6 +229,8 @@ class HistoryIndex:
             self._open_engine(db, self.path)
         except (OSError, ValueError, sqlite3.Error) as exc:
             logger.info("history index at %s unusable (%s): searching in memory", self.path, exc)
+            if db is not None:
+                db.close()
             db = _open(":memory:")
             self._create(db)
             self._open_engine(db, None)
