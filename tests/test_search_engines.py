@@ -64,6 +64,24 @@ def test_the_query_as_typed_comes_before_its_words_scattered(tmp_path: Path) -> 
 
 
 @pytest.mark.usefixtures("search_engine")
+def test_words_in_a_row_too_common_for_a_phrase_are_looked_for_among_the_best(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Words each in very many documents: their phrase is not ranked over every document (it
+    would check the positions of all of them); the best hits holding them in a row still come
+    first."""
+    monkeypatch.setattr(_engines, "PHRASE_DOCS", 1)
+    storage = open_storage(tmp_path / "ws")
+    texts = [
+        "help with credo: mix it, credo help, mix mix credo credo help help",  # 1: scattered
+        "then run mix credo help on the file",  # 2: in a row
+        *[f"filler line {i} about the weather" for i in range(20)],
+    ]
+    write(storage, texts)
+    assert lines(storage, "mix credo help") == [2, 1]
+
+
+@pytest.mark.usefixtures("search_engine")
 def test_a_name_is_not_found_inside_a_longer_one(tmp_path: Path) -> None:
     storage = open_storage(tmp_path / "ws")
     write(storage, ["cache under probe_key_24 now", "cache under probe_key_2 now"])
