@@ -178,3 +178,13 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "local":
         return LocalStorage(tmp_path / "workspace")
     return open_storage(request.getfixturevalue("redis_url"))
+
+
+@pytest.fixture(params=["tantivy", "fts5"])
+def search_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The history index's two engines (design §6.2), chosen as a user does
+    (``ACE_SEARCH_ENGINE``): Tantivy (the ``search`` extra, in ``[dev]``), then SQLite FTS5."""
+    if request.param == "tantivy":
+        pytest.importorskip("tantivy", reason="the search extra is not installed")
+    monkeypatch.setenv("ACE_SEARCH_ENGINE", request.param)
+    return request.param

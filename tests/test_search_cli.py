@@ -21,6 +21,8 @@ from agentscope_context_ext.core.workspace import (
     open_storage,
 )
 
+pytestmark = pytest.mark.usefixtures("search_engine")
+
 
 def message(i: int, text: str, day: str = "2026-12-03") -> dict:
     return {
@@ -246,8 +248,9 @@ def test_a_query_matching_more_than_the_rank_window_ranks_the_newest_matches(
     """Past RANK_WINDOW matches of every term, BM25 ranks the newest that many (FTS5 ranks all
     matches before the first answer: 0.7 s for a word in most of a million messages, B11); fewer
     matches are ranked over all of them, and the any-term fallback is never cut."""
-    from agentscope_context_ext.core.search import Conversation, _index, search_history
+    from agentscope_context_ext.core.search import Conversation, _engines, search_history
 
+    monkeypatch.setenv("ACE_SEARCH_ENGINE", "fts5")  # Tantivy ranks every match (below)
     workspace = tmp_path / "ws"
     texts = ["alpha " * 6 + "rare_word"] + [f"alpha entry {i} with filler words" for i in range(7)]
     fill(workspace, texts)
@@ -258,7 +261,7 @@ def test_a_query_matching_more_than_the_rank_window_ranks_the_newest_matches(
         ]
 
     assert lines("alpha")[0] == 1, "the densest, oldest message ranks first over all matches"
-    monkeypatch.setattr(_index, "RANK_WINDOW", 5)
+    monkeypatch.setattr(_engines, "RANK_WINDOW", 5)
     assert set(lines("alpha")) <= {4, 5, 6, 7, 8}, "eight matches: the newest five are ranked"
     assert lines("rare_word") == [1], "a query with fewer matches: all of them"
     assert lines("alpha nothing_else")[0] == 1, "the any-term fallback ranks every match"
@@ -321,3 +324,14 @@ def test_a_dialog_line_nested_past_the_parser_s_depth_is_skipped(
     ]
     code, out, err = run(capsys, str(workspace), "cache_key")
     assert code == 0 and "1 hit(s)" in out, err
+
+
+def test_an_engine_that_is_not_one_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    fill(workspace, ["something said"])
+    monkeypatch.setenv("ACE_SEARCH_ENGINE", "lucene")
+    code, out, err = run(capsys, str(workspace), "something")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "ACE_SEARCH_ENGINE must be one of tantivy, fts5" in err

@@ -142,7 +142,9 @@ def search_history(conversations: list[Conversation], query: str, limit: int = 1
             index = conversation.history()
             try:
                 # the every-term pass caught the index up: the any-term pass need not again
-                found: list[IndexedHit] = index.search(terms, limit, all_terms, all_terms)
+                found: list[IndexedHit] = index.search(
+                    terms, limit, all_terms, all_terms, query=str(query)
+                )
             finally:
                 if where:
                     index.close()

@@ -325,6 +325,26 @@ class RedisStorage:
         name = self._key(key)
         return int(self.client.llen(name)) if self.client.type(name) == b"list" else 0
 
+    def log_versions(self, keys: list[str]) -> list[tuple | None]:
+        return self._log_versions(keys)
+
+    def _log_versions(self, keys: list[str]) -> list[tuple | None]:
+        # One round trip for every log (MULTI/EXEC: each length is read with its own last
+        # line); a key that is not a list answers an error here, read as absent.
+        if not keys:
+            return []
+        with self.client.pipeline(transaction=True) as pipe:
+            for key in keys:
+                name = self._key(key)
+                pipe.llen(name)
+                pipe.lindex(name, -1)
+            replies = pipe.execute(raise_on_error=False)
+        versions: list[tuple | None] = []
+        for count, last in zip(replies[::2], replies[1::2], strict=True):
+            ok = isinstance(count, int) and count > 0 and isinstance(last, bytes)
+            versions.append((int(count), last) if ok else None)
+        return versions
+
     def lines(self, key: str, start: int = 1) -> Iterator[tuple[int, bytes]]:
         name = self._key(key)
         index = max(start, 1) - 1
