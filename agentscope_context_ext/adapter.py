@@ -6,6 +6,7 @@ package docstrings), so nothing above them asks which AgentScope is installed.
 """
 
 from .compat import agentscope_major, agentscope_version
+from .core.installation import install_command
 
 if agentscope_major() >= 2:
     from . import agentscope2 as installed
@@ -17,12 +18,12 @@ elif agentscope_major() == 1:
             raise
         raise ImportError(
             f"AgentScope {agentscope_version()} does not import with the installed mcp ({exc}); "
-            "AgentScope 1.x needs mcp<2: pip install 'agentscope-context-ext[agentscope1]'"
+            f"AgentScope 1.x needs mcp<2: {install_command('agentscope1')}"
         ) from exc
 else:
     raise ImportError(
-        "AgentScope is not installed: pip install agentscope-context-ext "
-        "(AgentScope 2.x) or pip install 'agentscope-context-ext[agentscope1]' (1.x)"
+        f"AgentScope is not installed: {install_command('agentscope2')} (AgentScope 2.x) or "
+        f"{install_command('agentscope1')} (1.x)"
     )
 
 __all__ = ["agentscope_version", "installed"]

@@ -32,6 +32,7 @@ BENCHMARKS = {
     "B9": ("b9_redis_backend", None),
     "B10": ("b10_served_turns", 2),
     "B11": ("b11_history_search", None),
+    "history": ("history_search", None),
     "B12": ("b12_real_servers", None),
 }
 """Benchmark id -> (module, the AgentScope major it needs, or None for either). A benchmark for

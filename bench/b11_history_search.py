@@ -51,10 +51,12 @@ from agentscope_context_ext.core.search import (
     index_location,
     search_history,
 )
+from agentscope_context_ext.core.search._engines import tantivy_available
 from agentscope_context_ext.core.tools import record_view
 from agentscope_context_ext.core.workspace import DialogStore, ToolResultStore, open_storage
 from agentscope_context_ext.replay import Record, claude_code_records
 
+from ._b11_workers import workers_on_one_store
 from ._data import chinese_conversation, transcripts_dir
 
 TITLE = "history search at scale: the index against today's scan, local and Redis"
@@ -62,6 +64,10 @@ TARGET = (
     "p99 < 50 ms at 1M messages locally; per-appended-message catch-up flat (largest <= 2x "
     "10k); every planted identifier ranked first"
 )
+KEPT = "tantivy" if tantivy_available() else "fts5"
+"""The engine the target is judged on: the one the tools use (the ``search`` extra's)."""
+ENGINES = ("tantivy", "fts5") if tantivy_available() else ("fts5",)
+"""Measured side by side on the same corpora (design §6.2 says why one is kept)."""
 SIZES = (10_000, 100_000, 1_000_000)
 REDIS_SIZES = (10_000, 100_000)
 REDIS_1M_ENV = "ACE_B11_REDIS_1M"
@@ -189,6 +195,7 @@ class Corpus:
     def __init__(self, base: _Base, workspace: str, size: int, saved: int) -> None:
         self.base = base
         self.size = size
+        self.workspace = workspace
         self.storage = open_storage(workspace)
         self.store = DialogStore(self.storage)
         self.view = record_view(installed.open_dialog(self.storage))
@@ -336,57 +343,93 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
 
 
-def _measure(corpus: Corpus, rounds: int, scan: str) -> dict:
-    """Build, size, latency, scan and recall of one corpus (its index made here)."""
+def _index_path(storage, engine: str) -> Path:
+    """Each engine's index file: the kept one where the tools find it, the other beside it."""
+    path = index_location(storage)
+    # beside it under a name of its own (a Redis store's index is named by its digest)
+    return path if engine == KEPT else path.with_name(f"{path.stem}-{engine}.sqlite")
+
+
+def _index_bytes(path: Path) -> int:
+    """The index file and the engine's own folder beside it (Tantivy's)."""
+    total = path.stat().st_size if path.is_file() else 0
+    for folder in path.parent.glob(f"{path.name}.tantivy-*"):
+        total += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    return total
+
+
+def _conversation(corpus: Corpus, engine: str, progress=None) -> Conversation:
     conversation = Conversation(corpus.storage, view=corpus.view)
-    added = []
-    conversation.index = HistoryIndex(corpus.storage, progress=added.append, view=corpus.view)
-    gc.collect()
-    started = time.perf_counter()
-    search_history([conversation], "spotter", 10)
-    build = time.perf_counter() - started
-    docs = sum(added)
-    index = conversation.history()
-    row = {
-        "messages": corpus.size,
-        "saved_outputs": len(corpus.storage.names("tool_result")),
-        "docs": docs,
-        "write_seconds": round(corpus.seconds, 2),
-        "build_seconds": round(build, 2),
-        "build_us_per_doc": round(build / max(docs, 1) * 1e6, 1),
-        "index_bytes": index.size(),
-        "dialog_bytes": _dialog_bytes(corpus),
-    }
+    conversation.index = HistoryIndex(
+        corpus.storage,
+        path=_index_path(corpus.storage, engine),
+        progress=progress,
+        view=corpus.view,
+        engine=engine,
+    )
+    return conversation
+
+
+def _measure(corpus: Corpus, rounds: int, scan: str) -> list[dict]:
+    """Build, size, latency, scan and recall of one corpus, one row per engine (each index
+    made here; the engines' searches interleaved, A B then B A)."""
+    conversations = {}
+    rows = {}
+    for engine in ENGINES:
+        added: list[int] = []
+        conversations[engine] = _conversation(corpus, engine, added.append)
+        gc.collect()
+        started = time.perf_counter()
+        search_history([conversations[engine]], "spotter", 10)
+        build = time.perf_counter() - started
+        docs = sum(added)
+        rows[engine] = {
+            "engine": engine,
+            "messages": corpus.size,
+            "saved_outputs": len(corpus.storage.names("tool_result")),
+            "docs": docs,
+            "write_seconds": round(corpus.seconds, 2),
+            "build_seconds": round(build, 2),
+            "build_us_per_doc": round(build / max(docs, 1) * 1e6, 1),
+            "index_bytes": _index_bytes(_index_path(corpus.storage, engine)),
+            "dialog_bytes": _dialog_bytes(corpus),
+        }
+        print(f"    {engine}: built in {build:.1f} s", flush=True)
     queries = _queries(corpus)
-    samples: dict[str, list[float]] = {q: [] for _, q in queries}
-    for _ in range(rounds):
-        for _, query in queries:
-            started = time.perf_counter()
-            search_history([conversation], query, 10)
-            samples[query].append(time.perf_counter() - started)
-    every = [value for values in samples.values() for value in values]
-    row["latency_ms"] = {
-        "median": round(statistics.median(every) * 1000, 2),
-        "p99": round(_percentile(every, 0.99) * 1000, 2),
-        "max": round(max(every) * 1000, 2),
-        "samples": len(every),
-    }
-    by_category: dict[str, dict] = {}
-    for category, query in queries:
-        entry = by_category.setdefault(category, {"queries": 0, "worst_median_ms": 0.0})
-        entry["queries"] += 1
-        median = statistics.median(samples[query]) * 1000
-        if median > entry["worst_median_ms"]:
-            entry["worst_median_ms"] = round(median, 2)
-            entry["worst_query"] = query
-    row["by_category"] = by_category
-    row["query_median_ms"] = {q: round(statistics.median(v) * 1000, 2) for q, v in samples.items()}
-    found, missed = _recall(corpus, conversation)
-    row["recall"] = {"first": found, "planted": len(corpus.expected), "missed": missed}
+    samples = {e: {q: [] for _, q in queries} for e in ENGINES}
+    for r in range(rounds):
+        for k, (_, query) in enumerate(queries):
+            order = ENGINES if (r + k) % 2 == 0 else ENGINES[::-1]
+            for engine in order:
+                started = time.perf_counter()
+                search_history([conversations[engine]], query, 10)
+                samples[engine][query].append(time.perf_counter() - started)
+    for engine, row in rows.items():
+        mine = samples[engine]
+        every = [value for values in mine.values() for value in values]
+        row["latency_ms"] = {
+            "median": round(statistics.median(every) * 1000, 2),
+            "p99": round(_percentile(every, 0.99) * 1000, 2),
+            "max": round(max(every) * 1000, 2),
+            "samples": len(every),
+        }
+        by_category: dict[str, dict] = {}
+        for category, query in queries:
+            entry = by_category.setdefault(category, {"queries": 0, "worst_median_ms": 0.0})
+            entry["queries"] += 1
+            median = statistics.median(mine[query]) * 1000
+            if median > entry["worst_median_ms"]:
+                entry["worst_median_ms"] = round(median, 2)
+                entry["worst_query"] = query
+        row["by_category"] = by_category
+        row["query_median_ms"] = {q: round(statistics.median(v) * 1000, 2) for q, v in mine.items()}
+        found, missed = _recall(corpus, conversations[engine])
+        row["recall"] = {"first": found, "planted": len(corpus.expected), "missed": missed}
     if scan != "none":
-        row["scan"] = _scan(corpus, queries, samples, capped=scan == "capped")
-    conversation.history().close()
-    return row
+        rows[KEPT]["scan"] = _scan(corpus, queries, samples[KEPT], capped=scan == "capped")
+    for conversation in conversations.values():
+        conversation.history().close()
+    return [rows[engine] for engine in ENGINES]
 
 
 def _scan(corpus: Corpus, queries, samples, capped: bool) -> dict:
@@ -429,32 +472,35 @@ def _dialog_bytes(corpus: Corpus) -> int:
     return sum(storage.size(f"dialog/{n}") for n in storage.names("dialog") if n.endswith(".jsonl"))
 
 
-def _increments(corpora: list[Corpus], rounds: int) -> dict[int, dict]:
+def _increments(corpora: list[Corpus], rounds: int) -> dict[tuple[int, str], dict]:
     """Append 10 messages to each corpus in turn (interleaved across sizes), then time the
-    catch-up the next search does first, and that search."""
-    conversations = {c.size: Conversation(c.storage, view=c.view) for c in corpora}
-    for corpus in corpora:  # opened and caught up: the index exists
-        search_history([conversations[corpus.size]], "spotter", 10)
-    catch_up: dict[int, list[float]] = {c.size: [] for c in corpora}
-    after: dict[int, list[float]] = {c.size: [] for c in corpora}
-    for _ in range(rounds):
+    catch-up the next search does first, and that search, for each engine (in turn A B, B A)."""
+    conversations = {(c.size, e): _conversation(c, e) for c in corpora for e in ENGINES}
+    for conversation in conversations.values():  # opened and caught up: the index exists
+        search_history([conversation], "spotter", 10)
+    catch_up: dict[tuple[int, str], list[float]] = {key: [] for key in conversations}
+    after: dict[tuple[int, str], list[float]] = {key: [] for key in conversations}
+    for r in range(rounds):
         for corpus in corpora:
-            conversation = conversations[corpus.size]
             corpus.append(INCREMENT)
-            started = time.perf_counter()
-            added = conversation.history().refresh()
-            catch_up[corpus.size].append((time.perf_counter() - started) / max(added, 1))
-            started = time.perf_counter()
-            search_history([conversation], "transcript", 10)
-            after[corpus.size].append(time.perf_counter() - started)
+            for engine in ENGINES if r % 2 == 0 else ENGINES[::-1]:
+                conversation = conversations[(corpus.size, engine)]
+                started = time.perf_counter()
+                added = conversation.history().refresh()
+                catch_up[(corpus.size, engine)].append(
+                    (time.perf_counter() - started) / max(added, 1)
+                )
+                started = time.perf_counter()
+                search_history([conversation], "transcript", 10)
+                after[(corpus.size, engine)].append(time.perf_counter() - started)
     for conversation in conversations.values():
         conversation.history().close()
     return {
-        size: {
-            "catch_up_ms_per_message": round(statistics.median(catch_up[size]) * 1000, 3),
-            "search_after_ms": round(statistics.median(after[size]) * 1000, 2),
+        key: {
+            "catch_up_ms_per_message": round(statistics.median(catch_up[key]) * 1000, 3),
+            "search_after_ms": round(statistics.median(after[key]) * 1000, 2),
         }
-        for size in catch_up
+        for key in catch_up
     }
 
 
@@ -470,37 +516,43 @@ def _clean_redis(url: str) -> None:
 
 
 def _remove_index(storage) -> None:
-    path = index_location(storage)
-    for suffix in ("", "-journal", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    for engine in ENGINES:
+        path = _index_path(storage, engine)
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        for folder in path.parent.glob(f"{path.name}.tantivy-*"):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _backend(
     name: str, base: _Base, sizes, workspace_of, rounds: int, scan_of, inc_rounds: int, saved: int
 ) -> dict:
     corpora: list[Corpus] = []
-    rows = []
+    rows: list[dict] = []
+    part: dict = {"rows": rows}
     try:
         for size in sizes:
             corpus = Corpus(base, workspace_of(size), size, saved)
             corpora.append(corpus)
             print(f"  {name} {size:,}: written in {corpus.seconds:.1f} s", flush=True)
-            row = _measure(corpus, rounds, scan_of(size))
-            print(
-                f"  {name} {size:,}: built in {row['build_seconds']} s, p99 "
-                f"{row['latency_ms']['p99']} ms, recall {row['recall']['first']}/"
-                f"{row['recall']['planted']}",
-                flush=True,
-            )
-            rows.append(row)
+            for row in _measure(corpus, rounds, scan_of(size)):
+                print(
+                    f"  {name} {size:,} {row['engine']}: built in {row['build_seconds']} s, p99 "
+                    f"{row['latency_ms']['p99']} ms, recall {row['recall']['first']}/"
+                    f"{row['recall']['planted']}",
+                    flush=True,
+                )
+                rows.append(row)
         increments = _increments(corpora, inc_rounds)
         for row in rows:
-            row.update(increments[row["messages"]])
+            row.update(increments[(row["messages"], row["engine"])])
+        if name == "redis":
+            part["workers"] = workers_on_one_store(corpora[0], INCREMENT)
     finally:
         for corpus in corpora:
             if name == "redis":
                 _remove_index(corpus.storage)
-    return {"rows": rows}
+    return part
 
 
 def _redis_url() -> tuple[str | None, object, str | None]:
@@ -571,13 +623,19 @@ def run(quick: bool = False) -> dict:
             if server is not None:
                 server.kill()
                 server.wait(60)
-    local = record["local"]["rows"]
+    local = [r for r in record["local"]["rows"] if r["engine"] == KEPT]
     largest = local[-1]
     flat = largest["catch_up_ms_per_message"] / local[0]["catch_up_ms_per_message"]
     recall_ok = all(
         r["recall"]["first"] == r["recall"]["planted"]
         for backend in ("local", "redis")
         for r in record.get(backend, {}).get("rows", [])
+        if r["engine"] == KEPT
+    )
+    other = [r for r in record["local"]["rows"] if r["engine"] != KEPT]
+    record["kept_engine"] = KEPT
+    record["other_engine_p99_ms_at_largest_local"] = (
+        other[-1]["latency_ms"]["p99"] if other else None
     )
     record["largest_local"] = largest["messages"]
     record["p99_ms_at_largest_local"] = largest["latency_ms"]["p99"]
@@ -600,20 +658,20 @@ def table(record: dict) -> str:
         f"{record['base_records']} base records, {record['per_day']:,} messages a day file, "
         f"{record['probes']} planted identifiers, {record['rounds']} rounds of the query mix",
         "",
-        "| backend | messages | saved outputs | dialog MB | write (s) | build (s) | build µs/msg "
-        "| index MB | median (ms) | p99 (ms) | max (ms) | catch-up ms/appended msg "
-        "| search after (ms) | planted first |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| backend | engine | messages | saved outputs | dialog MB | write (s) | build (s) "
+        "| build µs/msg | index MB | median (ms) | p99 (ms) | max (ms) "
+        "| catch-up ms/appended msg | search after (ms) | planted first |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for backend in ("local", "redis"):
         part = record.get(backend, {})
         if part.get("skipped"):
-            lines.append(f"| {backend} | skipped: {part['skipped']} |" + " |" * 12)
+            lines.append(f"| {backend} | skipped: {part['skipped']} |" + " |" * 13)
             continue
         for r in part.get("rows", []):
             lat = r["latency_ms"]
             lines.append(
-                f"| {backend} | {r['messages']:,} | {r['saved_outputs']} | "
+                f"| {backend} | {r['engine']} | {r['messages']:,} | {r['saved_outputs']} | "
                 f"{r['dialog_bytes'] / 2**20:,.0f} | {r['write_seconds']} | {r['build_seconds']} | "
                 f"{r['build_us_per_doc']} | {r['index_bytes'] / 2**20:,.0f} | {lat['median']} | "
                 f"{lat['p99']} | {lat['max']} | {r['catch_up_ms_per_message']} | "
@@ -623,8 +681,10 @@ def table(record: dict) -> str:
         "",
         "Worst query median by category (ms):",
         "",
-        "| backend | messages | " + " | ".join(["planted identifier", *OTHER_QUERIES]) + " |",
-        "|---|---:|" + "---:|" * (1 + len(OTHER_QUERIES)),
+        "| backend | engine | messages | "
+        + " | ".join(["planted identifier", *OTHER_QUERIES])
+        + " |",
+        "|---|---|---:|" + "---:|" * (1 + len(OTHER_QUERIES)),
     ]
     for backend in ("local", "redis"):
         for r in record.get(backend, {}).get("rows", []):
@@ -634,7 +694,9 @@ def table(record: dict) -> str:
                 cells.append(
                     f"{entry['worst_median_ms']} (`{entry['worst_query']}`)" if entry else "-"
                 )
-            lines.append(f"| {backend} | {r['messages']:,} | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {backend} | {r['engine']} | {r['messages']:,} | " + " | ".join(cells) + " |"
+            )
     lines += [
         "",
         "Today's scan (`DialogStore.search`, newest first, stops at 10 hits) against the index, "
@@ -647,6 +709,8 @@ def table(record: dict) -> str:
     for backend in ("local", "redis"):
         for r in record.get(backend, {}).get("rows", []):
             scan = r.get("scan")
+            if r["engine"] != record["kept_engine"]:
+                continue  # the scan is measured against the kept engine
             if not scan:
                 lines.append(f"| {backend} | {r['messages']:,} | not run (time) | | | | |")
                 continue
@@ -672,8 +736,25 @@ def table(record: dict) -> str:
         "",
         f"p99 at {record['largest_local']:,} messages (local): {record['p99_ms_at_largest_local']} ms; "
         f"catch-up per appended message, largest / 10k: {record['catch_up_growth']}x; "
-        f"every planted identifier first: {record['recall_all_first']}",
+        f"every planted identifier first: {record['recall_all_first']} (engine "
+        f"{record['kept_engine']}; the other's p99 at the largest: "
+        f"{record['other_engine_p99_ms_at_largest_local']} ms)",
     ]
+    workers = record.get("redis", {}).get("workers")
+    if workers:
+        lines += [
+            "",
+            f"{workers['workers']} workers on one Redis store ({workers['messages']:,} messages), "
+            "each with its own index:",
+            "",
+            "| first search, 3 at once (s) | catch-up ms/appended msg (median, p90) "
+            "| search after (ms) | new worker's first search (s) | caught up after 10 more |",
+            "|---|---:|---:|---:|---|",
+            f"| {', '.join(map(str, workers['first_search_s']))} | "
+            f"{workers['catch_up_ms_per_message']}, {workers['catch_up_ms_per_message_p90']} | "
+            f"{workers['search_after_ms']} | {workers['new_worker_first_search_s']} | "
+            f"{workers['all_caught_up_after']} |",
+        ]
     if record.get("redis_1m"):
         lines.append(f"Redis at 1M: {record['redis_1m']}")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ B4. The scripted model answers with the recorded assistant turns (text and tool 
 and every tool returns its recorded output. The sides, same window, same model:
 
 - ``ours``: ``ContextMiddleware`` (and its offloader) in the agent's constructor, summaries by
-  the package's extractive summarizer; ``ours, bytes/4 count``: the same with 2.0.11's count;
+  the package's extractive summarizer; ``ours, estimate count``: the same with ``tokenizer: estimate``;
 - ``2.x``: 2.x's own compression (``ContextConfig`` with the same trigger ratio), no offloader;
 - ``2.x + workspace``: the same with 2.x's ``LocalWorkspace`` as offloader, and with its
   ``Read``/``Grep`` tools (tau-bench only: the coding transcripts have tools of those names);
@@ -60,9 +60,10 @@ TARGET = (
     "1.10x of plain 2.x at r = 0.1, ids in the last prompt and fidelity not below today's"
 )
 WORKSPACE = "2.x + workspace"
-ESTIMATE = "ours, bytes/4 count"
-"""Ours with ``tokenizer: estimate``: the same count as every 2.0.11 model, for a comparison
-with plain 2.x that differs in nothing but the two mechanisms."""
+ESTIMATE = "ours, estimate count"
+"""Ours with ``tokenizer: estimate``, no vocabulary. Until issue 42 that was bytes/4, the same
+count as every 2.0.11 model (a comparison with plain 2.x that differed in nothing but the two
+mechanisms); it is now an estimate on the safe side (``core/tokens/_estimate.py``)."""
 READ_BACK = "2.x + workspace, Read/Grep"
 """2.x + workspace with the workspace's own ``Read`` and ``Grep`` tools in the toolkit: what a
 plain 2.x agent needs to read its offloaded context back (``Agent`` wires no tool of the

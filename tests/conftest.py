@@ -37,6 +37,9 @@ AGENTSCOPE2_ONLY = frozenset(
         "test_served_harness.py",
         "test_served_workers.py",
         "test_served_adversary.py",
+        "test_serve_agent_file.py",
+        "test_served_refusals.py",
+        "test_serve_stop.py",
     }
 )
 """Test files about AgentScope 2.x's own objects (the middleware, its state, events and image
@@ -194,3 +197,13 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "local":
         return LocalStorage(tmp_path / "workspace")
     return open_storage(request.getfixturevalue("redis_url"))
+
+
+@pytest.fixture(params=["tantivy", "fts5"])
+def search_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The history index's two engines (design §6.2), chosen as a user does
+    (``ACE_SEARCH_ENGINE``): Tantivy (the ``search`` extra, in ``[dev]``), then SQLite FTS5."""
+    if request.param == "tantivy":
+        pytest.importorskip("tantivy", reason="the search extra is not installed")
+    monkeypatch.setenv("ACE_SEARCH_ENGINE", request.param)
+    return request.param

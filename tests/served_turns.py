@@ -62,10 +62,15 @@ class Worker:
             one on the first turn).
         factory: ``context_middleware_factory(...)``'s factory.
         model (`ScriptedChatModel`): The agent's model.
+        tools: ``create_app``'s ``extra_agent_tools``: ``async (user, agent, session) ->
+            [tool]``, added to :func:`big_output` each turn (``None``: none).
     """
 
-    def __init__(self, workspace: LocalWorkspace | Path, factory, model: ScriptedChatModel) -> None:
+    def __init__(
+        self, workspace: LocalWorkspace | Path, factory, model: ScriptedChatModel, tools=None
+    ) -> None:
         self._where = workspace
+        self.tools = tools
         self.workspace: LocalWorkspace | None = (
             workspace if isinstance(workspace, LocalWorkspace) else None
         )
@@ -79,11 +84,12 @@ class Worker:
         saved = self.states.get(session)
         state = AgentState.model_validate_json(saved) if saved else AgentState()
         state.session_id = session
+        extra = await self.tools(user, agent_id, session) if self.tools is not None else []
         return Agent(
             name="worker",
             system_prompt="You work with tools.",
             model=self.model,
-            toolkit=Toolkit(tools=[FunctionTool(big_output, permission=ALLOW)]),
+            toolkit=Toolkit(tools=[FunctionTool(big_output, permission=ALLOW), *extra]),
             middlewares=await self.factory(user, agent_id, session, self.workspace),
             react_config=ReActConfig(max_iters=20),
             state=state,

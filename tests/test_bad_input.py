@@ -169,3 +169,33 @@ def test_chat_with_an_agent_file_and_a_bad_workspace_exits_2(
     err = capsys.readouterr().err.strip()
     assert fragment in err and "\n" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.yaml"]
+
+
+BAD_STORAGE_URLS = (
+    ("redis://[::1", "Invalid IPv6 URL"),
+    ("redis://:s3cret@[::1/0", "Invalid IPv6 URL"),
+    ("redis://127.0.0.1:99999/0", "Port out of range"),
+    ("redis://127.0.0.1:port/0", "not a Redis URL"),
+    ("redis://127.0.0.1:6379/one", "the database is not a number"),
+    ("redis://127.0.0.1:6379/-1", "the database is not a number"),
+    ("redis:///0", "no host"),
+)
+
+
+@pytest.mark.skipif(agentscope_major() < 2, reason="serve runs AgentScope 2.x's service")
+@pytest.mark.parametrize(("url", "fragment"), BAD_STORAGE_URLS)
+def test_serve_with_a_bad_storage_url_is_one_line_and_exit_2(
+    url: str, fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``serve --storage 'redis://[::1'`` was "internal error: ValueError", exit 1."""
+    from served_app import agent_file, service_missing
+
+    if service_missing() is not None:
+        pytest.skip(str(service_missing()))
+    spec = agent_file(tmp_path)
+    args = ["serve", "--agent", str(spec), "--workspaces", str(tmp_path / "ws")]
+    assert main([*args, "--storage", url]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("agentscope-context serve: --storage") and fragment in err, err
+    assert "s3cret" not in err and "internal error" not in err

@@ -365,7 +365,7 @@ def test_journaled_job_of_a_killed_process_runs_on_next_start(
 
         async def main():
             ltm = LongTermMemory({str(workspace)!r})
-            service = SummarizerService(ltm, agent_runner(ScriptedChatModel(["[SILENT]"]), "summarizer"), tools=lambda: [], emit=None)
+            service = SummarizerService(ltm, agent_runner(ScriptedChatModel(["[SILENT]"]), "summarizer"))
             service.submit("[user] I prefer metric units.\\n[tool] ModuleNotFoundError ... installed from the wheelhouse")
             os._exit(9)  # killed before the job ran
 
@@ -404,7 +404,6 @@ async def test_service_retries_with_backoff(workspace: Path) -> None:
     service = SummarizerService(
         LongTermMemory(workspace),
         agent_runner(model, "summarizer"),
-        tools=lambda: [],
         emit=emit,
         settings=SummarizerSettings(retries=3, backoff_seconds=1.5),
         sleep=fake_sleep,

@@ -65,3 +65,9 @@ def test_notebook_executes(path: Path, tmp_path: Path) -> None:
         o for c in book.cells for o in c.get("outputs", []) if o.get("output_type") == "error"
     ]
     assert not errors
+    # a plot is shown below its cell (the replay notebook saved it to a temporary folder and
+    # showed nothing)
+    for cell in book.cells:
+        if cell.cell_type == "code" and "plt." in cell.source:
+            images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+            assert images, f"{name(path)}: the plot is not shown inline"

@@ -170,7 +170,7 @@ async def test_a_window_the_provider_taught_bounds_the_point(workspace: Path) ->
     await agent.ask("go")
     # The provider says its window is 6,000 (what we counted was over it).
     ours = (await manager.count()).total
-    manager.pipeline.learn_rejection(ours, LengthRejection("too long", limit_tokens=6_000))
+    await manager.pipeline.learn_rejection(ours, LengthRejection("too long", limit_tokens=6_000))
     assert manager.max_input_tokens == 6_000
     agent.respond = fetch_session([[(1, 100 + i)] for i in range(30)], first_step=100)
     await agent.ask("more")

@@ -9,6 +9,7 @@ Loopback only, bounded scripts."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -71,8 +72,9 @@ async def test_an_agent_file_agent_through_the_real_client(
     # the Summarizer's tool call went through the real client and wrote Memory.md
     assert script.summarizer_calls >= 1
     assert "User wants every document kept" in LongTermMemory(workspace).read()
-    # the provider's reported prompt_tokens reached the count: the gap is reported, and
-    # calibrate_with_usage shifts our count by exactly provider - ours of the last agent call
+    # the provider's reported prompt_tokens reached the count: the gap is reported and judged
+    # a count error of a fixed offset (the server's own count of what it received, +37), and
+    # calibrate_with_usage shifts our count by it when it is over ours (ours is the floor)
     error = manager.stats.token_count_error
     assert error is not None and abs(error) < 0.05
     last = max(
@@ -81,8 +83,11 @@ async def test_an_agent_file_agent_through_the_real_client(
         if COMPACTION_MARKER not in system_text(r) and SUMMARIZER_MARKER not in system_text(r)
     )
     reported = server.requests[last]["_reported_prompt_tokens"]
+    verdict = manager.stats.token_count
+    assert (verdict.kind, verdict.form) == ("count_error", "offset")
+    assert abs(verdict.offset + error * reported) <= 2, "the offset is the last call's gap"
     calibration = manager.pipeline.count.calibration
-    assert calibration != 0 and abs(calibration + error * reported) <= 2
+    assert calibration == max(0, round(verdict.offset))
     assert (await manager.count()).calibration == calibration
 
 
@@ -179,6 +184,42 @@ def test_chat_with_an_agent_file_scripted_from_stdin(
     resumed = server.requests[before]
     assert COMPACTION_MARKER not in system_text(resumed)
     assert "Collect the documents the user asked for" in str(resumed["messages"])
+
+
+class DroppingToolResults(ModelServer):
+    """A server whose chat template leaves tool results out of its prompt_tokens and writes the
+    schemas compactly (llama-cpp-python's ``chatml-function-calling``, issue 43). The real one
+    is B12's; this one answers in a test."""
+
+    def _prompt_tokens(self, request: dict) -> int:
+        kept = [
+            {k: v for k, v in m.items() if k in ("role", "content", "tool_calls")}
+            for m in request.get("messages", [])
+            if m.get("role") != "tool"
+        ]
+        schemas = json.dumps(request.get("tools") or [], separators=(",", ":"))
+        tokens = self._counter.count_formatted(kept) + self._counter.count_text(schemas)
+        request["_reported_prompt_tokens"] = tokens
+        return tokens
+
+
+def test_chat_says_template_skew_not_a_count_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 43: the closing line said "token count error +146%" against a server whose
+    template drops tool results; it says template skew, and nothing was shifted."""
+    monkeypatch.chdir(tmp_path)
+    with DroppingToolResults("openai", Script(calls=6)) as server:
+        spec = agent_file("openai-compatible", server.url, False, TOOL)
+        (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
+        monkeypatch.setattr("sys.stdin", io.StringIO("collect the documents\n/context\n"))
+        assert main(["chat", "--agent", "agent.yaml"]) == 0
+    printed = capsys.readouterr().out
+    closing = printed.strip().splitlines()[-1]
+    assert closing.startswith("context stats: "), printed[-2000:]
+    assert "template skew, not a count error" in closing and "drops tool results" in closing
+    assert "token count error" not in closing
+    assert "the provider's count over ours" not in printed, "/context shows no shift"
 
 
 def test_chat_errors_are_one_line(

@@ -227,3 +227,124 @@ def test_forced_wrong_format_exits_2(
     path = shared_data / "transcripts/claude-code/short.jsonl"
     assert main(["replay", str(path), "--format", "swe-agent", "--out", str(tmp_path)]) == 2
     assert "not a swe-agent transcript" in capsys.readouterr().err
+
+
+DEEP = 100_000
+HOSTILE = {
+    "deep-array": "[" * DEEP,
+    "deep-closed-array": "[" * 500 + "]" * 500,
+    "deep-object": '{"a":' * DEEP,
+    "deep-message": '{"role": "user", "name": "u", "content": ' + "[" * 300 + "]" * 300 + "}\n",
+    "deep-second-line": '{"role": "user", "name": "u", "content": "hi"}\n' + "[" * DEEP + "\n",
+    "huge-int": '[{"role": "user", "content": "hi", "n": ' + "9" * 50_000 + "}]",
+    "huge-int-line": '{"role": "user", "name": "u", "content": "x", "id": ' + "1" * 9999 + "}\n",
+}
+
+
+@pytest.mark.parametrize("fmt", ["auto", "agentscope", "openai", "claude-code", "swe-agent"])
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_json_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, name: str, fmt: str
+) -> None:
+    """``replay`` of a file holding ``'[' * 100000`` exited 1 with a RecursionError."""
+    path = tmp_path / "t.json"
+    path.write_text(HOSTILE[name])
+    assert main(["replay", str(path), "--format", fmt, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "internal error" not in err and "set_int_max_str_digits" not in err, err
+
+
+def test_deep_tool_arguments_are_kept_raw_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "[" * DEEP}}
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            ]
+        )
+    )
+    (transcript,) = load_transcripts(path)
+    use = transcript.messages[1].content[0]
+    assert use["input"] == {"raw_arguments": "[" * DEEP}
+
+
+async def test_a_message_in_many_parts_is_recoverable_after_a_replay(tmp_path: Path) -> None:
+    """A user message of 300 parts, cut into one saved file (one notice, the other parts a
+    placeholder), is still recoverable byte for byte: each part from its record."""
+    from harness_common import make_text
+
+    from agentscope_context_ext import ContextConfig
+    from agentscope_context_ext.replay import Record, Transcript, replay_transcript
+
+    parts = [{"type": "text", "text": make_text(4 * 1024, seed)} for seed in range(300)]
+    messages = [Record("user", parts), Record("assistant", "Read it all.")]
+    result = await replay_transcript(
+        Transcript("parts", messages), ContextConfig(), tmp_path / "ws", max_input_tokens=32768
+    )
+    summary = result.summary()
+    assert summary["recoverable"], result.recovery_problems
+    assert summary["peak_prompt_tokens"] <= 32768
+    assert len(list((tmp_path / "ws" / "message").iterdir())) == 1
+
+
+def a_2x_dialog(path: Path, steps: int = 6) -> None:
+    """A dialog file as this package writes it on AgentScope 2.x (``Msg.model_dump()`` lines):
+    each reasoning step's calls and their results in one message, ``read_file`` among them."""
+    lines = [{"id": "m0", "name": "user", "role": "user", "content": "read the modules"}]
+    for step in range(steps):
+        output = "".join(f"def f_{step}_{i}(): pass\n" for i in range(40))
+        lines.append(
+            {
+                "id": f"m{step + 1}",
+                "name": "worker",
+                "role": "assistant",
+                "content": [
+                    {"type": "hint", "hint": "<system-reminder>now</system-reminder>", "id": "h"},
+                    {"type": "text", "text": f"Reading m{step}.py.", "id": f"t{step}"},
+                    {
+                        "type": "tool_call",
+                        "id": f"c{step}",
+                        "name": "read_file",
+                        "input": json.dumps({"file_path": f"m{step}.py"}),
+                    },
+                    {
+                        "type": "tool_result",
+                        "id": f"c{step}",
+                        "name": "read_file",
+                        "output": [{"type": "text", "text": output}],
+                        "state": "success",
+                    },
+                    {"type": "text", "text": f"m{step}.py read.", "id": f"d{step}"},
+                ],
+                "created_at": "2026-12-03 10:00:00.000",
+            }
+        )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_this_package_s_2x_dialog_file_replays_on_either_major(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """2.x refused to play it ("the agent's toolkit already has a tool named 'read_file'"): the
+    recorded read_file clashed with ours. 1.x played it with 472 pair violations: a 2.x
+    message holds its results after its calls, and 1.x left them in the assistant's message."""
+    path = tmp_path / "2026-12-03.jsonl"
+    a_2x_dialog(path)
+    assert main(["replay", str(path), "--out", str(tmp_path / "out")]) == 0, capsys.readouterr()
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["pair_violations"] == 0 and report["recoverable"] is True, report
+
+
+@pytest.mark.slow
+def test_the_demo_s_own_dialog_file_replays(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """What a new user did: the demo, then ``replay`` of the dialog file it left."""
+    assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
+    (dialog,) = (tmp_path / "demo" / "workspace" / "dialog").glob("*.jsonl")
+    capsys.readouterr()
+    assert main(["replay", str(dialog), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "| pair_violations | 0 |" in printed and "| recoverable | True |" in printed, printed

@@ -8,6 +8,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+import pytest
 from installed_harness import managed
 
 from agentscope_context_ext.core.search import (
@@ -25,6 +26,8 @@ from agentscope_context_ext.core.workspace import (
     ToolResultStore,
 )
 from agentscope_context_ext.testing import ScriptedChatModel, reply, tool_call
+
+pytestmark = pytest.mark.usefixtures("search_engine")
 
 DAY = "2026-12-02"
 KEY = b"k" * 32

@@ -21,6 +21,8 @@ from agentscope_context_ext.core.workspace import (
     open_storage,
 )
 
+pytestmark = pytest.mark.usefixtures("search_engine")
+
 
 def message(i: int, text: str, day: str = "2026-12-03") -> dict:
     return {
@@ -246,8 +248,9 @@ def test_a_query_matching_more_than_the_rank_window_ranks_the_newest_matches(
     """Past RANK_WINDOW matches of every term, BM25 ranks the newest that many (FTS5 ranks all
     matches before the first answer: 0.7 s for a word in most of a million messages, B11); fewer
     matches are ranked over all of them, and the any-term fallback is never cut."""
-    from agentscope_context_ext.core.search import Conversation, _index, search_history
+    from agentscope_context_ext.core.search import Conversation, _engines, search_history
 
+    monkeypatch.setenv("ACE_SEARCH_ENGINE", "fts5")  # Tantivy ranks every match (below)
     workspace = tmp_path / "ws"
     texts = ["alpha " * 6 + "rare_word"] + [f"alpha entry {i} with filler words" for i in range(7)]
     fill(workspace, texts)
@@ -258,7 +261,77 @@ def test_a_query_matching_more_than_the_rank_window_ranks_the_newest_matches(
         ]
 
     assert lines("alpha")[0] == 1, "the densest, oldest message ranks first over all matches"
-    monkeypatch.setattr(_index, "RANK_WINDOW", 5)
+    monkeypatch.setattr(_engines, "RANK_WINDOW", 5)
     assert set(lines("alpha")) <= {4, 5, 6, 7, 8}, "eight matches: the newest five are ranked"
     assert lines("rare_word") == [1], "a query with fewer matches: all of them"
     assert lines("alpha nothing_else")[0] == 1, "the any-term fallback ranks every match"
+
+
+@pytest.mark.parametrize(
+    ("args", "query"),
+    [
+        (["{ws}", "-permission"], "-permission"),
+        (["{ws}", "-permission", "--limit", "5"], "-permission"),
+        (["--limit", "5", "{ws}", "-permission"], "-permission"),
+        (["{ws}", "-p"], "-p"),
+        (["{ws}", "--", "--skip-permission"], "--skip-permission"),
+    ],
+)
+def test_a_query_that_starts_with_a_dash_is_searched(
+    tmp_path: Path, capsys: pytest.CaptureFixture, args: list[str], query: str
+) -> None:
+    """``search WS -permission`` printed argparse's usage: a word starting with '-' is the query
+    when it stands alone, and anything after ``--`` is."""
+    workspace = tmp_path / "ws"
+    fill(workspace, ["run it with --skip-permission -permission -p set", "unrelated words"])
+    code, out, err = run(capsys, "--json", *[arg.format(ws=workspace) for arg in args])
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["query"] == query and answer["hits"], out
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["{ws}", "found", "-permission"], "unrecognized arguments: -permission"),
+        (["{ws}", "-a", "-b"], "required: query"),
+        (["{ws}"], "required: query"),
+        (["{ws}", "--json"], "required: query"),
+    ],
+)
+def test_a_stray_dash_word_is_still_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, args: list[str], fragment: str
+) -> None:
+    workspace = tmp_path / "ws"
+    fill(workspace, ["found it"])
+    code, out, err = run(capsys, *[arg.format(ws=workspace) for arg in args])
+    assert code == 2 and out == ""
+    assert fragment in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_dialog_line_nested_past_the_parser_s_depth_is_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A hostile line in dialog/ ('[' * 100000) made search exit 1 with a RecursionError; it is
+    a corrupt line like any other: skipped by the reader and the index."""
+    workspace = tmp_path / "ws"
+    store = fill(workspace, ["the cache_key of sessions"])
+    (dialog,) = (workspace / "dialog").glob("*.jsonl")
+    with dialog.open("a") as handle:
+        handle.write('{"id": "x", "content": ' + "[" * 100_000 + "\n")
+    assert [r.msg["id"] for r in store.iter_records()] == [
+        message(0, "the cache_key of sessions")["id"]
+    ]
+    code, out, err = run(capsys, str(workspace), "cache_key")
+    assert code == 0 and "1 hit(s)" in out, err
+
+
+def test_an_engine_that_is_not_one_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    fill(workspace, ["something said"])
+    monkeypatch.setenv("ACE_SEARCH_ENGINE", "lucene")
+    code, out, err = run(capsys, str(workspace), "something")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "ACE_SEARCH_ENGINE must be one of tantivy, fts5" in err

@@ -6,7 +6,10 @@ The agent file's model is an OpenAI-protocol loopback server with scripted answe
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from llm_servers import ModelServer, Reply
@@ -17,6 +20,7 @@ from agentscope_context_ext import agentscope_major
 needs_service = pytest.mark.skipif(service_missing() is not None, reason=str(service_missing()))
 
 START_SECONDS = 90
+STREAM_SECONDS = 60
 
 
 @needs_service
@@ -29,10 +33,12 @@ def test_serve_runs_the_agent_file_with_context_management(tmp_path):
             return Reply(text="## Goal\n- read big.txt")
         if any(m.get("role") == "tool" for m in request["messages"]):
             return Reply(text="It has 2000 lines.")
-        return Reply(tool_calls=[("call-1", "Read", {"file_path": str(big)})])
+        return Reply(tool_calls=[("call-1", "grep", {"pattern": "line", "path": "big.txt"})])
 
     with ModelServer("openai", respond) as model:
         spec = agent_file(tmp_path, model.url)
+        with spec.open("a", encoding="utf-8") as handle:
+            handle.write("tools:\n  explorer: {roots: ['.']}\n")
         served = ServeProcess(serve_options(tmp_path, spec), tmp_path)
         try:
             assert served.url.startswith("http://127.0.0.1:")
@@ -52,6 +58,48 @@ def test_serve_runs_the_agent_file_with_context_management(tmp_path):
     saved = list((tmp_path / "ws" / agent / "sessions" / session / "context_ext").rglob("*.txt"))
     assert any("line 01999" in p.read_text() for p in saved)
     assert "Traceback" not in stderr
+
+
+def stream_events(lines: Iterator[str], last: Callable[[dict], bool]) -> list[dict]:
+    """The SSE events of ``lines`` up to the one ``last`` says is the last, or the stream's
+    end. A deadline, since the server's heartbeats (every 30 s) keep a stream that never ends
+    from timing out."""
+    deadline = time.monotonic() + STREAM_SECONDS
+    events: list[dict] = []
+    for line in lines:
+        if line.startswith("data:"):
+            events.append(json.loads(line[len("data:") :].strip()))
+            if last(events[-1]):
+                break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the stream did not end; its events: {events}")
+    return events
+
+
+@needs_service
+def test_sigterm_stops_serve_with_a_stream_open_which_ends_with_a_final_event(tmp_path):
+    with ModelServer("openai", lambda request: Reply(text="hello")) as model:
+        served = ServeProcess(serve_options(tmp_path, agent_file(tmp_path, model.url)), tmp_path)
+        try:
+            session = served.new_session()
+            params = {"agent_id": served.agent_id}
+            with served.client.stream(
+                "GET", f"/sessions/{session}/stream", params=params, timeout=30
+            ) as stream:
+                lines = stream.iter_lines()
+                served.chat(session, "hi")
+                events = stream_events(lines, lambda event: event["type"] == "REPLY_END")
+                served.process.send_signal(signal.SIGTERM)
+                closing = stream_events(lines, lambda event: False)  # to the stream's end
+            code = served.process.wait(timeout=10)
+        finally:
+            stderr = served.stop()
+    assert events[-1]["finished_reason"] == "completed"
+    assert [(e["type"], e.get("name")) for e in closing] == [
+        ("CUSTOM", "context_ext.server_stopping")
+    ]
+    assert code == 0, stderr
+    assert stderr.strip().splitlines()[-1] == "stopped" and "Traceback" not in stderr
 
 
 def busy_port() -> socket.socket:

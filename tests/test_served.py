@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from agentscope.agent import Agent
+from agentscope.event import ReplyEndEvent
 from agentscope.message import ToolResultBlock, UserMsg
 from agentscope.state import AgentState
 from served_turns import WINDOW, Worker, big_output, config, custom
@@ -15,9 +16,9 @@ from served_turns import WINDOW, Worker, big_output, config, custom
 from agentscope_context_ext import (
     ConfigError,
     ContextExtError,
-    WorkspaceError,
     context_middleware_factory,
 )
+from agentscope_context_ext.agentscope2 import RefusedTurn
 from agentscope_context_ext.core.truncation import split_notice
 from agentscope_context_ext.core.workspace import SubStorage
 from agentscope_context_ext.replay import prompt_pair_violations
@@ -142,9 +143,13 @@ async def test_bad_settings_are_clear_errors_at_once(tmp_path):
         context_middleware_factory({"max_input_tokens": -5})
     with pytest.raises(ConfigError):
         context_middleware_factory(config(), memory_scope="team")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="tool names"):
+        context_middleware_factory(config(), tools="lookup")
     factory = context_middleware_factory(config())
-    with pytest.raises(ContextExtError, match="workspace"):
-        await factory("alice", "agent-1", "s1", None)
+    # a turn without a workspace to put the files in is refused on its own stream
+    (refused,) = await factory("alice", "agent-1", "s1", None)
+    assert isinstance(refused, RefusedTurn)
+    assert isinstance(refused.error, ContextExtError) and "workspace" in str(refused.error)
 
 
 @pytest.mark.parametrize("scope", ["agent", "user"])
@@ -312,6 +317,10 @@ async def test_a_turn_whose_workspace_cannot_be_read_fails_clearly_and_calls_no_
         middlewares=middlewares,
         state=AgentState.model_validate_json(service.states["s1"]),
     )
-    with pytest.raises(WorkspaceError, match="cannot be read"):
-        await agent.reply(UserMsg("user", "again"))
+    # served (per turn): the refusal ends the reply on its stream, with the reason
+    events = [event async for event in agent.reply_stream(UserMsg("user", "again"))]
+    (error,) = custom(events, "context_ext.error")
+    assert error["error"] == "WorkspaceError" and "cannot be read" in error["message"]
+    end = events[-1]
+    assert isinstance(end, ReplyEndEvent) and end.error.message == error["message"]
     assert len(model.calls) == 1  # the failed turn called no model

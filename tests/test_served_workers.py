@@ -108,6 +108,7 @@ def test_two_workers_alternate_and_one_killed_mid_turn_loses_nothing(tmp_path):
                 "name: reader\nsystem_prompt: You read files.\n"
                 "model: {provider: openai-compatible, model: scripted, "
                 f"base_url: '{model.url}', stream: false}}\n"
+                "tools: {agentscope_builtins: true}\n"  # the turns read with AgentScope's Read
                 f"context: {{max_input_tokens: {WINDOW}, workspace: '{store_url}', "
                 "long_term_memory: {enabled: false}}\n",
                 encoding="utf-8",

@@ -215,3 +215,50 @@ def test_what_a_provider_wraps_around_the_memo_is_not_part_of_it(answer: str) ->
     sections = set(SECTION_TITLES)
     expected = parse_summary(SIX_SECTIONS).model_dump(include=sections)
     assert parse_summary(answer).model_dump(include=sections) == expected
+
+
+SHORT_FIRST_SUMMARY = """## Goal
+- Migrate the billing service to Postgres 16
+## Constraints
+- none stated
+## Progress
+- Dumped the schema: `pg_dump --schema-only billing > /srv/dump.sql` (42 tables)
+## Key Decisions
+- Schema first, data later
+## Next Steps
+- Restore `/srv/dump.sql` on Postgres 16
+## Critical Context
+- `/srv/dump.sql`
+"""
+
+
+@pytest.mark.parametrize("style", ["##", "###", "bold"])
+def test_a_short_first_summary_is_not_an_echo_of_the_headings(style: str) -> None:
+    """One bullet per section, the goal in the user's own words (as the instruction asks): its
+    section headings were counted as lines copied from the instruction, and the answer was
+    rejected as an echo."""
+    instruction, content = compaction_prompt(NEW_MESSAGES, None, language="English", max_tokens=800)
+    answer = SHORT_FIRST_SUMMARY
+    if style == "###":
+        answer = answer.replace("## ", "### ")
+    elif style == "bold":
+        answer = "\n".join(
+            f"**{line[3:]}**" if line.startswith("## ") else line for line in answer.splitlines()
+        )
+    assert parse_summary(answer) is not None
+    assert not echoes_input(answer, instruction, content)
+
+
+def test_the_user_s_words_alone_under_the_headings_are_still_an_echo() -> None:
+    """What stays rejected: the headings with the input's lines under them."""
+    instruction, content = compaction_prompt(NEW_MESSAGES, None, language="English", max_tokens=800)
+    echo = "\n".join(
+        f"## {title}\n{line}"
+        for title, line in zip(
+            ["Goal", "Constraints", "Progress", "Key Decisions", "Next Steps", "Critical Context"],
+            NEW_MESSAGES.splitlines(),
+            strict=False,
+        )
+    )
+    assert parse_summary(echo) is not None
+    assert echoes_input(echo, instruction, content)

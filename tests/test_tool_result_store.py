@@ -135,3 +135,20 @@ def test_bad_ttl_is_rejected(workspace: Path) -> None:
         ToolResultStore(workspace, ttl_days=0)
     with pytest.raises(ValueError, match="ttl_days"):
         ToolResultStore(workspace).cleanup(ttl_days=-1)
+
+
+def test_the_parts_of_a_message_share_one_file_and_each_reads_back(storage) -> None:
+    """Many parts of one user message in one saved file, each part on lines of its own and
+    read back byte for byte (bytes that were not UTF-8 included), on both backends."""
+    store = ToolResultStore(storage)
+    broken = b"caf\xe9 au lait\n".decode("utf-8", errors="surrogateescape")
+    parts = ["first part", "second\nwith lines\n", "", "third", broken, "last, no newline"]
+    path, starts = store.save_message_parts(parts)
+    assert path.startswith("message/") and starts == [1, 2, 4, 5, 6, 7]
+    for part, start in zip(parts, starts, strict=True):
+        size = len(part.encode("utf-8", errors="surrogateescape"))
+        assert store.read_message_part(path, start, size) == part
+    assert store.read_message_part(path, 99, 3) is None, "past the end"
+    assert store.read_message_part("tool_result/../x.txt", 1, 1) is None, "not ours"
+    # one part alone is saved exactly as save_message saves it
+    assert store.save_message_parts(["only"]) == (store.save_message("only"), [1])

@@ -279,7 +279,10 @@ def test_serve_with_studio_url_traces_each_turn_as_its_session(tmp_path: Path) -
         return Reply(tool_calls=[("call-1", "Read", {"file_path": str(big)})])
 
     with ModelServer("openai", respond) as model, OtlpReceiver() as receiver:
-        options = serve_options(tmp_path, agent_file(tmp_path, model.url))
+        spec = agent_file(tmp_path, model.url)
+        with spec.open("a", encoding="utf-8") as handle:  # the turn reads with AgentScope's Read
+            handle.write("tools: {agentscope_builtins: true}\n")
+        options = serve_options(tmp_path, spec)
         served = ServeProcess(
             [*options, "--studio-url", receiver.url, "--project", "served"], tmp_path
         )

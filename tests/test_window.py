@@ -529,6 +529,43 @@ async def test_a_message_in_many_parts_is_offloaded_not_refused(workspace):
     assert offloaded and all((workspace / p).is_file() for p in offloaded)
 
 
+@pytest.mark.parametrize("ends", ["", "\n"])
+async def test_a_message_in_300_parts_goes_to_one_saved_file_with_one_notice(workspace, ends):
+    """Each of 300 parts cut with a notice of its own kept 76,772 tokens of notices and the
+    reply was refused; one saved file and one notice fit."""
+    model = ScriptedChatModel(["read it all"])
+    run = Run(workspace, 32768, model)
+    parts = [make_text(4 * 1024, seed) + ends for seed in range(300)]
+    if V2:
+        from agentscope.message import TextBlock, UserMsg
+
+        await run.agent.reply(UserMsg("user", [TextBlock(text=part) for part in parts]))
+    else:
+        from agentscope.message import Msg, TextBlock
+
+        await run.agent(Msg("user", [TextBlock(type="text", text=p) for p in parts], "user"))
+    (tokens,) = prompt_tokens(model)
+    assert tokens <= 32768
+    offloaded = [e.data["path"] for e in run.events if e.type == "user_message_offloaded"]
+    assert len(offloaded) == 1 and offloaded[0].startswith("message/")
+    assert len(list((workspace / "message").iterdir())) == 1
+    (sent,) = [
+        [block["text"] for block in m["content"]]
+        for m in model.calls[0].messages
+        if isinstance(m.get("content"), list) and len(m["content"]) == len(parts)
+    ]
+    cut = [i for i, (part, text) in enumerate(zip(parts, sent, strict=True)) if part != text]
+    assert len(cut) > 250, "most parts are in the file"
+    first, *others = cut
+    assert split_notice(sent[first])[1].file_path == offloaded[0]
+    assert all(sent[i] == "[…]" for i in others)
+    assert sum("<<<TRUNCATED>>>" in text for text in sent) == 1
+    # the parts cut, whole and in order, each on lines of its own: read_file reads them back
+    chosen = [parts[i] for i in cut]
+    whole = "".join(p if p.endswith("\n") else p + "\n" for p in chosen[:-1]) + chosen[-1]
+    assert (workspace / offloaded[0]).read_text() == whole
+
+
 async def test_a_rejection_after_the_answer_began_is_learned(workspace):
     class LateReject(ModelServer):
         def _openai(self, handler, request: dict) -> None:

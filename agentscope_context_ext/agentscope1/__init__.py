@@ -18,7 +18,7 @@ from ._attachment import Attachment, adopt_memory
 from ._context import MemoryPort
 from ._convert import MsgCodec, as_tool, open_dialog, output_text, to_view, to_views
 from ._longterm import agent_runner, consolidate
-from ._managed import SESSIONS_DIRNAME, ManagedAgent
+from ._managed import SESSIONS_DIRNAME, ManagedAgent, saved_session_texts
 from ._manager import HOOK_NAME, ReActAgentManager, enable_context_management
 from ._memory import ContextMemory
 from ._messages import META_KEY, has_tool_results, result_state
@@ -73,6 +73,7 @@ __all__ = [
     "replay_transcript",
     "reply",
     "result_state",
+    "saved_session_texts",
     "serve_agent_file",
     "to_view",
     "to_views",

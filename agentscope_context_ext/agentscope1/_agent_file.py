@@ -39,6 +39,7 @@ from ..core.agent_file import (
     load_agent_file,
 )
 from ..core.errors import ConfigError
+from ..core.installation import install_command
 from ..core.model_servers import (
     ANTHROPIC_MESSAGES,
     DASHSCOPE_GENERATION,
@@ -125,7 +126,7 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:
         )
     except ImportError:
         raise ModelUnavailable(
-            "model.provider: ollama needs its client: pip install 'agentscope-context-ext[ollama]'"
+            f"model.provider: ollama needs its client: {install_command('ollama')}"
         ) from None
     return model, formatters.OllamaChatFormatter()
 

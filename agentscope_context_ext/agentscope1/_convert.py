@@ -31,7 +31,7 @@ from ..core.messages import (
     text_parts,
 )
 from ..core.truncation import split_notice
-from ..core.workspace import DialogStore, Storage
+from ..core.workspace import DialogStore, Storage, in_portal
 
 __all__ = [
     "MsgCodec",
@@ -193,10 +193,12 @@ class MsgCodec:
 
 def as_tool(function: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[ToolResponse]]:
     """A core tool (an async function returning text) as an AgentScope 1.x tool function: same
-    name, signature and docstring (AgentScope reads the schema from them), a ``ToolResponse``."""
+    name, signature and docstring (AgentScope reads the schema from them), a ``ToolResponse``;
+    it runs in a portal (its workspace calls wait on the event loop)."""
 
     @functools.wraps(function)
     async def tool(*args: Any, **kwargs: Any) -> ToolResponse:
-        return ToolResponse(content=[TextBlock(type="text", text=await function(*args, **kwargs))])
+        text = await in_portal(function(*args, **kwargs))
+        return ToolResponse(content=[TextBlock(type="text", text=text)])
 
     return tool

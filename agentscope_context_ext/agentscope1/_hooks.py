@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.events import ContextWarning
 from ..core.manager import ContextManager
+from ..core.workspace import portal
 from ._memory import ContextMemory
 
 __all__ = ["PipelineHooks"]
@@ -30,6 +31,7 @@ class PipelineHooks:
         self.manager = manager
         self.memory = memory
 
+    @portal
     async def post_acting(self, agent: Any, kwargs: dict[str, Any], output: Any) -> None:
         """Stage one for the results that just arrived."""
         started = time.perf_counter()
@@ -40,10 +42,12 @@ class PipelineHooks:
         finally:
             self.manager.stats.hook_seconds += time.perf_counter() - started
 
+    @portal
     async def pre_reasoning(self, agent: Any, kwargs: dict[str, Any]) -> None:
         """What runs before a model call."""
         await self.manager.before_model_call()
 
+    @portal
     async def pre_reply(self, agent: Any, kwargs: dict[str, Any]) -> None:
         """What runs before a model call, once per reply."""
         # ReActAgent adds the incoming message to memory inside reply(); adding it here first

@@ -26,6 +26,7 @@ from ..core.longterm import (
     AgentRunner,
     ConsolidationResult,
     LongTermMemory,
+    interrupted_reply,
 )
 from ..core.longterm import consolidate as core_consolidate
 from ..core.workspace import Storage
@@ -54,7 +55,9 @@ def agent_runner(
     model: ChatModelBase, formatter: FormatterBase, name: str, max_iters: int = 8
 ) -> AgentRunner:
     """Runs a :class:`BackgroundAgent` with the given tools and nothing else, in a memory of
-    its own; returns its final answer."""
+    its own; returns its final answer. A reply 1.x ended as interrupted (``handle_interrupt``
+    answers a cancel with "I noticed that you have interrupted me") is not an answer: see
+    ``interrupted_reply``."""
 
     async def run(system_prompt: str, prompt: str, tools: Sequence[Callable]) -> str:
         toolkit = Toolkit()
@@ -71,6 +74,8 @@ def agent_runner(
         )
         agent.set_console_output_enabled(False)
         reply = await agent(Msg("user", prompt, "user"))
+        if (reply.metadata or {}).get("_is_interrupted"):
+            interrupted_reply(name)
         return reply.get_text_content() or ""
 
     return run

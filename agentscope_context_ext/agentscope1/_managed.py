@@ -10,6 +10,7 @@ AgentScope's ``RedisSession`` on that server.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,12 @@ from agentscope.tool import Toolkit
 
 from ..core.config import ContextConfig
 from ..core.messages import Message
-from ..core.workspace import is_storage_url
+from ..core.workspace import is_storage_url, open_storage
 from ._convert import as_tool, to_view
 from ._manager import ContextManager, enable_context_management
 from ._session import AtomicJSONSession
 
-__all__ = ["SESSIONS_DIRNAME", "ManagedAgent"]
+__all__ = ["SESSIONS_DIRNAME", "ManagedAgent", "saved_session_texts"]
 
 SESSIONS_DIRNAME = "sessions"
 """Where a conversation is saved, inside the workspace."""
@@ -116,18 +117,46 @@ class ManagedAgent:
         return self._session
 
 
+def saved_session_texts(workspace: str) -> list[str]:
+    """The conversations saved for ``workspace`` (``AtomicJSONSession`` files in ``sessions/``,
+    or ``RedisSession`` keys under ``<prefix>:sessions:``), as text: the live context of every
+    session a ``chat`` can continue, whose saved results the ``cleanup`` command must keep."""
+    if not is_storage_url(workspace):
+        storage = open_storage(workspace)
+        names = storage.names(SESSIONS_DIRNAME)
+        found = [storage.read(f"{SESSIONS_DIRNAME}/{name}") for name in names]
+        return [data.decode("utf-8", errors="replace") for data in found if data]
+    import redis
+
+    place = _redis_place(workspace)
+    prefix = place.pop("key_prefix")
+    client = redis.Redis(**place, socket_timeout=10)
+    texts = []
+    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*"  # the prefix taken literally
+    for key in client.scan_iter(match=pattern, count=500):
+        data = client.get(key)
+        if data:
+            texts.append(data.decode("utf-8", errors="replace"))
+    return texts
+
+
 def _session_store(workspace: str) -> Any:
     """AgentScope's session store next to the workspace's other data."""
     if not is_storage_url(workspace):
         return AtomicJSONSession(save_dir=str(Path(workspace) / SESSIONS_DIRNAME))
     from agentscope.session import RedisSession
 
+    return RedisSession(**_redis_place(workspace))
+
+
+def _redis_place(workspace: str) -> dict[str, Any]:
+    """Where ``RedisSession`` keeps a Redis workspace's sessions: its server and key prefix."""
     parsed = urlparse(workspace)
     prefix = (parse_qs(parsed.query).get("prefix") or ["ace"])[0]
-    return RedisSession(
-        host=parsed.hostname or "localhost",
-        port=parsed.port or 6379,
-        db=int(parsed.path.strip("/") or 0),
-        password=parsed.password,
-        key_prefix=f"{prefix}:{SESSIONS_DIRNAME}:",
-    )
+    return {
+        "host": parsed.hostname or "localhost",
+        "port": parsed.port or 6379,
+        "db": int(parsed.path.strip("/") or 0),
+        "password": parsed.password,
+        "key_prefix": f"{prefix}:{SESSIONS_DIRNAME}:",
+    }

@@ -76,7 +76,7 @@ class ReActAgentManager(ContextManager):
         name = getattr(agent.model, "model_name", None)
         window = resolve_window(config, None, name)
         extra = (NOTES_DIRNAME,) if config.long_term_memory.enabled else ()
-        workspace, storage = open_workspace(config.workspace, extra)
+        workspace, storage = open_workspace(config.workspace, extra, config.workspace_timeout)
         counter = get_token_counter(
             config.tokenizer, model_name=name, media_token_cost=config.media_token_cost
         )

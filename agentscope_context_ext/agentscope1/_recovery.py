@@ -8,8 +8,10 @@ from pathlib import Path
 
 from agentscope.message import Msg
 
+from ..core.pipeline import TruncationRecord
 from ..core.truncation import split_notice
-from ..core.workspace import DialogStore, Storage, open_storage
+from ..core.workspace import DialogStore, Storage, ToolResultStore, open_storage
+from ._messages import META_KEY
 
 __all__ = ["recovery_problems"]
 
@@ -22,6 +24,7 @@ def recovery_problems(
 ) -> list[str]:
     """Every way an original message is NOT recoverable byte for byte (empty: all are)."""
     storage = open_storage(workspace)
+    store = ToolResultStore(storage)
     stored = {m.id: m for m in in_memory}
     for record in dialog.iter_records():
         stored.setdefault(record.msg.id, record.msg)
@@ -35,11 +38,16 @@ def recovery_problems(
             if not _same_text(original.content, kept.content, storage):
                 problems.append(f"{original.id}: text differs")
             continue
-        for before, after in zip(original.content, kept.content, strict=False):
+        records = (kept.metadata or {}).get(META_KEY, {}).get("texts", {})
+        for index, (before, after) in enumerate(zip(original.content, kept.content, strict=False)):
             if before == after:
                 continue
             if before.get("type") == "text" and after.get("type") == "text":
-                if not _same_text(before.get("text"), after.get("text"), storage):
+                # one of many parts saved together in one file: read back by its record
+                part = TruncationRecord.from_dict(records.get(str(index))).saved_part(store)
+                if part != before.get("text") and not _same_text(
+                    before.get("text"), after.get("text"), storage
+                ):
                     problems.append(f"{original.id}: a text block differs")
                 continue
             if before.get("type") != "tool_result":

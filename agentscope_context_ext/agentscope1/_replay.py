@@ -51,8 +51,38 @@ def record_to_msg(record: Record) -> Msg:
 
 
 def records_to_msgs(records: list[Record]) -> list[Msg]:
-    """A transcript's records as the messages a 1.x memory holds (one each)."""
-    return [record_to_msg(record) for record in records]
+    """A transcript's records as the messages a 1.x memory holds: one each, except a 2.x
+    message that holds its tool results after its calls (2.x keeps a reasoning step's calls
+    and results in one message), which becomes the messages a ``ReActAgent`` would have
+    stored: the calls, then a ``system`` message of their results, in turn (a result left in
+    the assistant's message reached the prompt as a call without its result: 472 pair
+    violations replaying the demo's own 2.x ``dialog/`` file)."""
+    return [record_to_msg(part) for record in records for part in _as_1x_steps(record)]
+
+
+def _as_1x_steps(record: Record) -> list[Record]:
+    """``record`` cut where its blocks switch between results and anything else (a record with
+    no result after another block is returned as it is); the parts after the first get the
+    record's id with ``#n``."""
+    blocks = record.blocks()
+    kinds = [block.get("type") == "tool_result" for block in blocks]
+    if not any(kinds) or all(kinds):
+        return [record]
+    runs: list[list[dict]] = []
+    for block, is_result in zip(blocks, kinds, strict=True):
+        if not runs or (runs[-1][0].get("type") == "tool_result") != is_result:
+            runs.append([])
+        runs[-1].append(block)
+    return [
+        Record(
+            "system" if run[0].get("type") == "tool_result" else record.role,
+            run,
+            "system" if run[0].get("type") == "tool_result" else record.name,
+            record.id if index == 0 or not record.id else f"{record.id}#{index}",
+            record.timestamp,
+        )
+        for index, run in enumerate(runs)
+    ]
 
 
 async def replay_transcript(
@@ -115,7 +145,11 @@ async def replay_transcript(
     result = ReplayResult(
         transcript.name, manager.max_input_tokens, manager.pipeline.trigger_tokens
     )
-    originals = [record_to_msg(m) if isinstance(m, Record) else m for m in transcript.messages]
+    originals = [
+        msg
+        for m in transcript.messages
+        for msg in (records_to_msgs([m]) if isinstance(m, Record) else [m])
+    ]
     result.original_tokens = counter.count_msgs(originals)
     previous: list[str] | None = None
     answered: set[str] = set()

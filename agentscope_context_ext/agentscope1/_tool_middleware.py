@@ -21,6 +21,7 @@ from typing import Any
 from agentscope.tool import ToolResponse
 
 from ..core.pipeline import ContextPipeline
+from ..core.workspace import portal_stream
 from ._context import MemoryPort
 from ._memory import ContextMemory
 
@@ -46,6 +47,7 @@ class StageOneMiddleware:
         self.active = True
         """Set to ``False`` on detach (the toolkit may still hold this middleware)."""
 
+    @portal_stream
     async def __call__(
         self, kwargs: dict[str, Any], next_handler: Callable[..., Any]
     ) -> AsyncGenerator[ToolResponse, None]:

@@ -30,6 +30,7 @@ from ..core.provider_errors import (
     relay_stream,
     with_first_chunk,
 )
+from ..core.workspace import portal
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -78,6 +79,7 @@ class UsageTap(ChatModelBase):
     model_name = _forwarded("model_name")
     stream = _forwarded("stream")
 
+    @portal
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tools = given = kwargs.get("tools")
         if self._offer_tools is not None and isinstance(tools, list):

@@ -18,16 +18,19 @@ from ._agent_file import MODEL_APIS, build_agent, build_model
 from ._context import META_KEY, StatePort, result_record
 from ._convert import MsgCodec, Segment, open_dialog, output_text, segments, to_view, to_views
 from ._longterm import agent_runner, consolidate
-from ._managed import SESSIONS_DIRNAME, ManagedAgent
+from ._managed import SESSIONS_DIRNAME, ManagedAgent, saved_session_texts
 from ._manager import AgentManager
 from ._middleware import ContextMiddleware, enable_context_management
 from ._model import model_call, model_name, named_model
 from ._offloader import ContextOffloader
 from ._records import records_to_msgs
+from ._refusal import RefusedTurn
 from ._replay import replay_transcript
 from ._scripted_model import ModelCall, Reply, ScriptedChatModel, reply, tool_call
 from ._serve import serve_agent_file
 from ._served import CONTEXT_DIRNAME, context_middleware_factory, served_placement
+from ._served_model import SERVED_CREDENTIALS
+from ._tool_filter import ToolFilter
 from ._tools import as_tool, make_dialog_tools, make_memory_tools, make_read_file_tool
 from ._tracing import connect_studio, trace_to, traced
 
@@ -35,6 +38,7 @@ __all__ = [
     "CONTEXT_DIRNAME",
     "META_KEY",
     "MODEL_APIS",
+    "SERVED_CREDENTIALS",
     "SESSIONS_DIRNAME",
     "AgentManager",
     "ContextManager",
@@ -43,11 +47,13 @@ __all__ = [
     "ManagedAgent",
     "ModelCall",
     "MsgCodec",
+    "RefusedTurn",
     "Reply",
     "ScriptedChatModel",
     "Segment",
     "StatePort",
     "TokenCounter",
+    "ToolFilter",
     "agent_runner",
     "as_tool",
     "build_agent",
@@ -69,6 +75,7 @@ __all__ = [
     "replay_transcript",
     "reply",
     "result_record",
+    "saved_session_texts",
     "segments",
     "serve_agent_file",
     "served_placement",

@@ -8,7 +8,7 @@ provider              model class               credential               ``base_
 ====================  ========================  =======================  ======================
 ``dashscope``         ``DashScopeChatModel``    ``DashScopeCredential``  the credential
 ``openai``            ``OpenAIChatModel``       ``OpenAICredential``     the credential
-``openai-compatible`` ``OpenAIChatModel``       ``OpenAICredential``     the credential (required)
+``openai-compatible`` ``OpenAICompatibleModel`` ``OpenAICredential``     the credential (required)
 ``anthropic``         ``AnthropicChatModel``    ``AnthropicCredential``  the credential
 ``ollama``            ``OllamaChatModel``       ``OllamaCredential``     ``host``
 ====================  ========================  =======================  ======================
@@ -17,6 +17,8 @@ provider              model class               credential               ``base_
 a name it does not have is an error that lists the ones it has. ``openai-compatible`` runs on
 :class:`OpenAICompatibleModel` and :class:`OpenAICompatibleFormatter`: subclasses that shape the
 request and the answer as ``model.compat`` says (``_openai_compatible.py``).
+:func:`model_arguments` is what a served session's model gets of the same settings
+(``_served_model.py``), so ``chat`` and ``serve`` send the same requests.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from agentscope.agent import Agent, ReActConfig
 from agentscope.model import ChatModelBase
 from agentscope.tool import Toolkit
+from pydantic import BaseModel
 
 from ..core.agent_file import (
     LOCAL_KEY,
@@ -39,6 +42,7 @@ from ..core.agent_file import (
     load_agent_file,
 )
 from ..core.errors import ConfigError
+from ..core.installation import client_install_command
 from ..core.model_servers import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
 from ..core.tools import make_explorer_functions
 from ._middleware import ContextMiddleware
@@ -51,6 +55,7 @@ __all__ = [
     "ModelUnavailable",
     "build_agent",
     "build_model",
+    "model_arguments",
 ]
 
 MODEL_APIS: dict[str, ModelApi] = {
@@ -72,46 +77,6 @@ _CLASSES = {
 }
 
 
-_SERVED_CLASSES = {
-    "dashscope": ("dashscope_credential", "dashscope_chat"),
-    "openai": ("openai_credential", "openai_chat"),
-    "openai-compatible": ("openai_credential", "openai_chat"),
-    "anthropic": ("anthropic_credential", "anthropic_chat"),
-    "ollama": ("ollama_credential", "ollama_chat"),
-}
-
-
-def model_credential(settings: ModelSettings) -> tuple[dict[str, Any], str]:
-    """The agent file's model as ``create_app`` keeps it: the credential's data (its ``type``,
-    key and server) and the ``model_class`` a session names.
-
-    Raises:
-        `ConfigError`: A key the provider needs is not set, ``openai-compatible`` has no
-            ``base_url``, or the file asks for ``compat`` behaviour (the service builds the
-            provider's own model class from the credential, which has none).
-    """
-    provider = settings.provider
-    if provider == "openai-compatible" and not settings.base_url:
-        raise ConfigError("model.base_url: an openai-compatible model needs the server's URL")
-    if settings.compat is not None and (
-        settings.compat.string_content or settings.compat.tool_choice_auto
-    ):
-        raise ConfigError(
-            "model.compat: the service builds AgentScope's own model class from the credential, "
-            "without compat settings; serve this agent from a server that needs none"
-        )
-    credential_type, model_class = _SERVED_CLASSES[provider]
-    data: dict[str, Any] = {"type": credential_type}
-    if provider == "ollama":
-        if settings.base_url:
-            data["host"] = settings.base_url
-    else:
-        data["api_key"] = settings.api_key() or LOCAL_KEY
-        if settings.base_url:
-            data["base_url"] = settings.base_url
-    return data, model_class
-
-
 def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
     """The 2.x chat model for ``settings`` and its formatter (``model.formatter``; 2.x models
     format for themselves).
@@ -127,10 +92,11 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
     model_name, credential_name = _CLASSES[provider]
     try:
         model_class = getattr(importlib.import_module("agentscope.model"), model_name)
-    except (ImportError, AttributeError):
+    except (ImportError, AttributeError) as exc:
+        missing = getattr(exc, "name", None)
         raise ModelUnavailable(
-            f"model.provider: {provider} needs its client (pip install "
-            f"'agentscope-context-ext[{provider}]')"
+            f"model.provider: {provider} needs its client "
+            f"({client_install_command(provider, missing)})"
         ) from None
     credential_class = getattr(importlib.import_module("agentscope.credential"), credential_name)
     if provider == "ollama":
@@ -140,35 +106,60 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
         if settings.base_url:
             fields["base_url"] = settings.base_url
         credential = credential_class(**fields)
-    extra: dict[str, Any] = {}
-    compat = settings.openai_compat()
-    if compat is not None:
+    if settings.openai_compat() is not None:
         model_class = OpenAICompatibleModel
-        extra["compat"] = compat
-        extra["formatter"] = OpenAICompatibleFormatter(compat=compat)
+    arguments = model_arguments(settings, model_class)
+    try:
+        model = model_class(credential=credential, model=settings.model, **arguments)
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"model.provider: {provider} needs its client "
+            f"({client_install_command(provider, exc.name)})"
+        ) from None
+    return model, model.formatter
+
+
+def model_arguments(
+    settings: ModelSettings,
+    model_class: type[ChatModelBase],
+    session: BaseModel | None = None,
+) -> dict[str, Any]:
+    """The agent file's model settings beyond the server and the key, as keyword arguments of
+    ``model_class``: ``parameters`` (``model.options``), ``stream`` and, for an
+    :class:`OpenAICompatibleModel`, ``compat`` and its ``formatter``. ``chat``'s model and every served session's
+    (``_served_model.py``) are made with them.
+
+    Args:
+        settings (`ModelSettings`): The agent file's ``model:``.
+        model_class (`type[ChatModelBase]`): The 2.x model class (its ``Parameters``).
+        session (`BaseModel | None`): A served session's own parameters: those it set itself
+            are kept where the file's options say nothing; the file's options win.
+
+    Raises:
+        `ConfigError`: An option is not one of the model's parameters, or of the wrong type.
+    """
     known = set(model_class.Parameters.model_fields)
     unknown = sorted(set(settings.options) - known)
     if unknown:
+        # the class the user knows: AgentScope's, not a subclass of ours
+        name = next(
+            c.__name__ for c in model_class.__mro__ if c.__module__.startswith("agentscope.")
+        )
         raise ConfigError(
-            f"model.options.{unknown[0]}: not a parameter of AgentScope 2.x's {model_name} "
+            f"model.options.{unknown[0]}: not a parameter of AgentScope 2.x's {name} "
             f"(it has: {', '.join(sorted(known))})"
         )
+    chosen = session.model_dump(include=session.model_fields_set) if session is not None else {}
     try:
-        model = model_class(
-            credential=credential,
-            model=settings.model,
-            parameters=model_class.Parameters(**settings.options),
-            stream=settings.stream,
-            **extra,
-        )
-    except ImportError:
-        raise ModelUnavailable(
-            f"model.provider: {provider} needs its client (pip install "
-            f"'agentscope-context-ext[{provider}]')"
-        ) from None
+        parameters = model_class.Parameters(**{**chosen, **settings.options})
     except ValueError as exc:  # pydantic: a parameter of the wrong type
         raise ConfigError(f"model.options: {' '.join(str(exc).split())[:300]}") from None
-    return model, model.formatter
+    arguments: dict[str, Any] = {"parameters": parameters, "stream": settings.stream}
+    compat = settings.openai_compat()
+    if compat is not None and issubclass(model_class, OpenAICompatibleModel):
+        arguments["compat"] = compat
+        arguments["formatter"] = OpenAICompatibleFormatter(compat=compat)
+    return arguments
 
 
 def build_agent(

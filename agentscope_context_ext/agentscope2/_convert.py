@@ -202,6 +202,11 @@ def tool_arguments(block: ToolCallBlock) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+_FAILED_STATES = ("error", "denied", "interrupted")
+"""States of a 2.x tool result that say the call failed (``success`` does not say it worked:
+a tool may return ``"Error: ..."`` as its text)."""
+
+
 def _part(block: Any, saved_text: SavedText | None) -> Part | None:
     if isinstance(block, ThinkingBlock):
         return Thinking(block.thinking)
@@ -218,7 +223,10 @@ def _part(block: Any, saved_text: SavedText | None) -> Part | None:
             parts = split_notice(text)
             if parts is not None:
                 full_text = saved_text(parts[1].file_path)
-        return ToolResult(str(block.id), str(block.name), text, media_of(block.output), full_text)
+        failed = True if str(block.state) in _FAILED_STATES else None
+        return ToolResult(
+            str(block.id), str(block.name), text, media_of(block.output), full_text, failed
+        )
     if isinstance(block, DataBlock):
         return _media(block)
     return None

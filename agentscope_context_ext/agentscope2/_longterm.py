@@ -17,12 +17,14 @@ from agentscope.agent import Agent, InjectionConfig
 from agentscope.message import UserMsg
 from agentscope.model import ChatModelBase
 from agentscope.tool import Toolkit
+from agentscope.types import ReplyFinishedReason
 
 from ..core.longterm import (
     CONSOLIDATOR_MAX_ITERS,
     AgentRunner,
     ConsolidationResult,
     LongTermMemory,
+    interrupted_reply,
 )
 from ..core.longterm import consolidate as core_consolidate
 from ..core.tracing import conversation_id
@@ -37,7 +39,8 @@ Emit = Callable[..., Awaitable[Any]]
 
 def agent_runner(model: ChatModelBase, name: str, max_iters: int = 8) -> AgentRunner:
     """Runs a 2.x ``Agent`` with the given tools and nothing else, in a state of its own (no
-    runtime-state injection); returns its final answer."""
+    runtime-state injection); returns its final answer. A reply 2.x ended as interrupted (it
+    turns a cancel into one) is not an answer: see ``interrupted_reply``."""
 
     async def run(system_prompt: str, prompt: str, tools: Sequence[Callable]) -> str:
         toolkit = Toolkit(tools=[as_tool(tool, read_only=False) for tool in tools])
@@ -54,6 +57,8 @@ def agent_runner(model: ChatModelBase, name: str, max_iters: int = 8) -> AgentRu
         if conversation:  # its spans join the conversation whose compaction it follows
             agent.state.session_id = conversation
         answer = await agent.reply(UserMsg("user", prompt))
+        if answer.finished_reason == ReplyFinishedReason.INTERRUPTED:
+            interrupted_reply(name)
         return answer.get_text_content() or ""
 
     return run

@@ -22,12 +22,13 @@ from agentscope.tool import Toolkit
 from ..core.config import ContextConfig
 from ..core.manager import ContextManager
 from ..core.messages import Message
+from ..core.workspace import open_storage, portal
 from ._convert import to_view
 from ._middleware import ContextMiddleware
 from ._tools import as_tool
 from ._tracing import traced
 
-__all__ = ["SESSIONS_DIRNAME", "ManagedAgent"]
+__all__ = ["SESSIONS_DIRNAME", "ManagedAgent", "saved_session_texts"]
 
 SESSIONS_DIRNAME = "sessions"
 """Where a conversation is saved, inside the workspace."""
@@ -95,12 +96,14 @@ class ManagedAgent:
         store = self.manager.pipeline.parts.dialog_store
         return [to_view(record.msg) for record in store.iter_records()]
 
+    @portal
     async def load_session(self, session_id: str) -> None:
         """Load the state saved under ``session_id`` (nothing when there is none)."""
         data = self.manager.storage.read(_key(session_id))
         if data:
             self.agent.state = AgentState.model_validate_json(data)
 
+    @portal
     async def save_session(self, session_id: str) -> None:
         """Save the agent's state under ``session_id``."""
         self.manager.storage.write(_key(session_id), self.agent.state.model_dump_json().encode())
@@ -108,3 +111,16 @@ class ManagedAgent:
 
 def _key(session_id: str) -> str:
     return f"{SESSIONS_DIRNAME}/{session_id}.json"
+
+
+def saved_session_texts(workspace: str) -> list[str]:
+    """The conversations saved in ``workspace`` (``sessions/<id>.json``, on a folder or a Redis
+    server), as text: the live context of every session a ``chat`` can continue, whose saved
+    results the ``cleanup`` command must keep."""
+    storage = open_storage(workspace)
+    texts = []
+    for name in storage.names(SESSIONS_DIRNAME):
+        data = storage.read(f"{SESSIONS_DIRNAME}/{name}")
+        if data:
+            texts.append(data.decode("utf-8", errors="replace"))
+    return texts

@@ -31,7 +31,7 @@ from ..core.pipeline import ResultSlot
 from ..core.provider_errors import relay_stream
 from ..core.search import HistoryScope
 from ..core.tokens import get_token_counter
-from ..core.workspace import DialogStore, Storage, ToolResultStore
+from ..core.workspace import DialogStore, ReadBoundary, Storage, ToolResultStore
 from ._context import StatePort, changed_output
 from ._convert import has_text, media_of, output_text, tool_arguments
 from ._images import ImageLimit
@@ -63,6 +63,7 @@ class AgentManager(ContextManager):
         notify (`Callable[[str], Awaitable] | None`): Where notices go (default: printed).
         history (`HistoryScope | None`): A served session's siblings, for ``search_dialog``'s
             scopes (design §6.2).
+        boundary (`ReadBoundary | None`): What a served session's ``read_file`` may not read.
         long_term_at (`Path | Storage | None`): Where ``Memory.md`` is (default: the
             workspace).
 
@@ -94,6 +95,7 @@ class AgentManager(ContextManager):
         notify: Callable[[str], Awaitable[Any]] | None = None,
         long_term_at: Path | Storage | None = None,
         history: HistoryScope | None = None,
+        boundary: ReadBoundary | None = None,
     ) -> None:
         for attribute in ("state", "model", "toolkit"):
             if getattr(agent, attribute, None) is None:
@@ -141,6 +143,7 @@ class AgentManager(ContextManager):
             ),
             long_term_at=long_term_at,
             history=history,
+            boundary=boundary,
         )
         self.detached = False
         self._tools: list[Any] = []

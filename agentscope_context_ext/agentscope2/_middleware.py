@@ -23,7 +23,8 @@ What each hook does:
   (``read_file``, ``read_dialog``, ``search_dialog``, the memory tools); every event of the
   extension and every notice goes out on the reply's event stream as a 2.x ``CustomEvent``
   (``context_ext.compaction_finished``, ``context_ext.notice``, ...), where a ``create_app``
-  client reads it (design §11.3);
+  client reads it (design §11.3); a served turn we refuse ends there too, with the reason
+  (``_refusal.py``);
 - ``on_acting``: stage one on every tool response as it leaves the tool, before 2.x writes it
   into the context (and before 2.x's ``tool_result_limit`` split sees it);
 - ``on_compress_context``: 2.x calls it before every reasoning step; the whole pipeline runs
@@ -54,7 +55,7 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
-from agentscope.event import CustomEvent, EventBase, ReplyEndEvent
+from agentscope.event import CustomEvent, EventBase, ReplyEndEvent, ReplyStartEvent
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
 
@@ -65,10 +66,11 @@ from ..core.longterm import NOTES_DIRNAME
 from ..core.manager import ContextManager
 from ..core.provider_errors import length_rejection, with_first_chunk
 from ..core.tracing import correct_chat_span
-from ..core.workspace import Placement, ToolResultStore, open_workspace
+from ..core.workspace import Placement, ToolResultStore, open_workspace, portal, portal_stream
 from ._convert import open_dialog, output_text
 from ._manager import AgentManager
 from ._offloader import ContextOffloader
+from ._refusal import refusal
 from ._tracing import tracing_after_cuts
 
 __all__ = ["ContextMiddleware", "enable_context_management"]
@@ -101,7 +103,10 @@ class ContextMiddleware(MiddlewareBase):
             well as sending it on the event stream; a served agent's go on the stream only.
         per_turn (`bool`): The middleware lives for one reply (``create_app`` builds a new one
             each turn): at the reply's end the Summarizer's jobs are awaited and long-term
-            memory is stopped, so nothing is left running for a middleware that is gone.
+            memory is stopped, so nothing is left running for a middleware that is gone; and a
+            refusal of ours (``ContextExtError``) ends the reply on its stream, a
+            ``context_ext.error`` event and a ``ReplyEndEvent`` saying why, instead of raising
+            into the service (which would report "an unknown error").
 
     Attributes:
         offloader (`ContextOffloader`): Pass it as the agent's ``offloader``: what 2.x offloads
@@ -129,7 +134,9 @@ class ContextMiddleware(MiddlewareBase):
         self.compaction_model = compaction_model
         if placement is None:
             extra = (NOTES_DIRNAME,) if self.config.long_term_memory.enabled else ()
-            placement = Placement(*open_workspace(self.config.workspace, extra))
+            placement = Placement(
+                *open_workspace(self.config.workspace, extra, self.config.workspace_timeout)
+            )
         self.placement = placement
         self.workspace, self.storage = placement.workspace, placement.storage
         self.print_notices = print_notices
@@ -183,6 +190,7 @@ class ContextMiddleware(MiddlewareBase):
                 notify=self.notice,
                 long_term_at=self.placement.long_term,
                 history=self.placement.history,
+                boundary=self.placement.boundary,
             )
             self.manager.middleware = self
             self.manager.per_turn = self.per_turn
@@ -214,16 +222,26 @@ class ContextMiddleware(MiddlewareBase):
         sent, self._outbox = self._outbox, []
         return sent
 
+    @portal_stream
     async def on_reply(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
     ) -> AsyncGenerator:
-        if self.placement.mirrors and not self._pulled:
-            self._pulled = True
-            await self._pull()
-        manager = self._active(agent)
-        if manager is not None:
-            await manager.attach_tools()
+        try:
+            if self.placement.mirrors and not self._pulled:
+                self._pulled = True
+                await self._pull()
+            manager = self._active(agent)
+            if manager is not None:
+                await manager.attach_tools()
+        except ContextExtError as exc:
+            if not self.per_turn:
+                raise
+            for event in refusal(agent, exc, None, self._sent()):
+                yield event
+            return
         interrupted = False
+        refused: ContextExtError | None = None
+        reply_id: str | None = None
         try:
             async for item in next_handler(**input_kwargs):
                 # What the extension did since the last event goes out first: a compaction
@@ -231,12 +249,20 @@ class ContextMiddleware(MiddlewareBase):
                 if self._outbox and isinstance(item, EventBase):
                     for event in self._sent():
                         yield event
+                if isinstance(item, ReplyStartEvent):
+                    reply_id = item.reply_id
                 if isinstance(item, ReplyEndEvent):
                     interrupted = str(getattr(item, "finished_reason", "")) == "interrupted"
                 yield item
         except (asyncio.CancelledError, GeneratorExit):
             interrupted = True
             raise
+        except ContextExtError as exc:
+            if not self.per_turn:
+                raise
+            # served: the service would report it as an unknown error; the reply ends
+            # saying it instead (after the turn's end below)
+            refused = exc
         finally:
             if manager is not None and self.per_turn:
                 if interrupted:
@@ -250,6 +276,9 @@ class ContextMiddleware(MiddlewareBase):
             # what this turn wrote reaches a sandboxed workspace even when stopped: the next
             # turn may be another worker's
             await self._push()
+        if refused is not None:
+            for event in refusal(agent, refused, reply_id, self._sent()):
+                yield event
         for event in self._sent():
             yield event
 
@@ -288,6 +317,7 @@ class ContextMiddleware(MiddlewareBase):
             logger.exception("long-term memory failed at the end of a served turn")
             await self.bus.emit(ContextWarning(where="long_term_memory", error=repr(exc)[:300]))
 
+    @portal_stream
     async def on_acting(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., AsyncGenerator]
     ) -> AsyncGenerator:
@@ -307,6 +337,7 @@ class ContextMiddleware(MiddlewareBase):
             self._running.discard(key)
             await self._push()
 
+    @portal
     async def on_model_call(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
     ) -> Any:
@@ -346,6 +377,7 @@ class ContextMiddleware(MiddlewareBase):
         await manager.usage_seen(response, sent, choice)
         return response
 
+    @portal
     async def on_compress_context(
         self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
     ) -> None:
@@ -366,6 +398,7 @@ class ContextMiddleware(MiddlewareBase):
             self._running.discard("compress")
             await self._push()
 
+    @portal
     async def on_system_prompt(self, agent: Any, current_prompt: str) -> str:
         manager = self._active(agent)
         if manager is None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from agentscope.message import Base64Source, DataBlock, Msg, ToolResultBlock, URLSource
 
 from ..core.errors import WorkspaceError
-from ..core.workspace import DialogStore, ToolResultStore
+from ..core.workspace import DialogStore, ToolResultStore, portal
 from ._convert import output_text
 
 __all__ = ["ContextOffloader"]
@@ -56,14 +56,17 @@ class ContextOffloader:
         self.tool_result_store = tool_result_store
         self.folder = folder
 
+    @portal
     async def offload_context(self, session_id: str, msgs: list[Msg]) -> str:
         refs = self.dialog_store.append(list(msgs))
         return "; ".join(str(ref) for ref in refs) or self.dialog_store.directory
 
+    @portal
     async def offload_tool_result(self, session_id: str, tool_result: ToolResultBlock) -> str:
         path, _ = self.tool_result_store.save_or_hold(output_text(tool_result.output))
         return path
 
+    @portal
     async def offload_data_block(self, block: DataBlock) -> DataBlock:
         source = block.source
         if not isinstance(source, Base64Source):

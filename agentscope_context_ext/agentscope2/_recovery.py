@@ -9,8 +9,10 @@ from typing import Any
 
 from agentscope.message import Msg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 
+from ..core.pipeline import TruncationRecord
 from ..core.truncation import split_notice
-from ..core.workspace import Storage
+from ..core.workspace import Storage, ToolResultStore
+from ._context import META_KEY
 from ._convert import output_text
 
 __all__ = ["recovery_problems"]
@@ -32,17 +34,23 @@ def recovery_problems(
     calls: dict[str, str] = {}
     results: dict[str, str] = {}
     messages = [*(r.msg for r in dialog.iter_records()), *context]
+    store = ToolResultStore(storage)
     for msg in messages:
         if isinstance(msg.content, str):
             texts.add(msg.content)
             continue
-        for block in msg.content:
+        records = (msg.metadata or {}).get(META_KEY, {}).get("texts", {})
+        for index, block in enumerate(msg.content):
             if isinstance(block, TextBlock):
                 texts.add(block.text)
                 parts = split_notice(block.text)
                 saved = storage.read(parts[1].file_path) if parts is not None else None
                 if saved is not None:  # a user's text offloaded whole
                     texts.add(saved.decode("utf-8", errors="replace"))
+                record = TruncationRecord.from_dict(records.get(str(block.id or index)))
+                part = record.saved_part(store)
+                if part is not None:  # one of many parts saved together in one file
+                    texts.add(part)
             elif isinstance(block, ThinkingBlock):
                 texts.add(block.thinking)
             elif isinstance(block, ToolCallBlock):

@@ -154,16 +154,20 @@ async def replay_transcript(
             replay's manager (e.g. ``compaction_finished``, with who wrote the summary).
     """
     started = time.perf_counter()
-    config = replay_config(config, workspace, max_input_tokens, notices=show)
+    records = [m for m in transcript.messages if isinstance(m, Record)]
+    if len(records) != len(transcript.messages):
+        raise TypeError("on AgentScope 2.x a transcript holds replay Records (load_transcripts)")
+    play = _play(records)
+    # The recorded tools are the agent's: one named like ours (read_file in our own dialog/
+    # files) replays its recorded outputs, and ours is off (a toolkit holds one tool a name).
+    config = replay_config(
+        config, workspace, max_input_tokens, notices=show, recorded_tools=play.outputs
+    )
     if compaction_model is not None:
         # replay_config makes summaries extractive; a given compaction model writes them
         config = config.model_copy(
             update={"compaction": config.compaction.model_copy(update={"model": None})}
         )
-    records = [m for m in transcript.messages if isinstance(m, Record)]
-    if len(records) != len(transcript.messages):
-        raise TypeError("on AgentScope 2.x a transcript holds replay Records (load_transcripts)")
-    play = _play(records)
     replies = [list(said) for _, said in play.turns]
     turn = [0]
     middleware = ContextMiddleware(config, compaction_model=compaction_model)

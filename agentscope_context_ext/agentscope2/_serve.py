@@ -2,10 +2,14 @@
 (``agentscope-context serve``, design §11.3).
 
 :func:`build_app` is ``create_app`` with :func:`context_middleware_factory` for the agent file's
-context settings, the agent file's tools for every agent, SQLite (one process) or Redis storage
-(several workers, with ``RedisMessageBus``) and a ``LocalWorkspaceManager``. :func:`serve` runs it
-under uvicorn and registers the agent file's model as a credential and its agent, for one user,
-through the service's own HTTP API (so what it makes is what a client would have made).
+context settings, the agent file's tools for every agent and no other (AgentScope's built-ins
+only when the file says ``tools.agentscope_builtins``), the agent file's model settings on every
+call (``_served_model.py``), SQLite (one process) or Redis storage (several workers, with
+``RedisMessageBus``) and a ``LocalWorkspaceManager``. :func:`serve` measures what every prompt
+holds before any message (``_serve_prompt.py``), runs the app under uvicorn (stopping within
+seconds, streams open or not: ``_serve_stop.py``) and registers the agent file's model as a
+credential and its agent, for one user, through the service's own HTTP API (so what it makes
+is what a client would have made).
 
 One module on purpose: the command is one sequence (check the places, open the records, build
 the app, start it, register, print) whose steps are short and read in order.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,9 +36,13 @@ from ..core.agent_file import (
     load_agent_file,
 )
 from ..core.errors import ConfigError
+from ..core.installation import install_command
 from ..core.tools import make_explorer_functions
-from ._agent_file import model_credential
-from ._served import context_middleware_factory
+from ..core.workspace import is_within, redact_url
+from ._serve_log import AGENTSCOPE_LOGGER, OneLineFailures
+from ._serve_prompt import measure_served_prompt
+from ._served import context_middleware_factory, session_boundary, session_folder
+from ._served_model import SERVED_CREDENTIALS, model_credential
 from ._tools import as_tool
 
 __all__ = ["StorageUrl", "build_app", "parse_storage_url", "serve_agent_file"]
@@ -54,6 +63,14 @@ class StorageUrl:
     db: int = 0
     password: str | None = None
 
+    def files(self) -> list[Path]:
+        """The files holding the records (a SQLite database and its journals; none for
+        Redis): every user's conversations, hidden from the agents' file tools."""
+        if self.path is None:
+            return []
+        path = self.path.absolute()
+        return [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", "-journal"))]
+
 
 def parse_storage_url(url: str) -> StorageUrl:
     """``sqlite:///path/app.db`` (relative: ``sqlite:///app.db``) or
@@ -63,22 +80,29 @@ def parse_storage_url(url: str) -> StorageUrl:
         `ConfigError`: Any other form, naming the two that work.
     """
     forms = "sqlite:///path/app.db or redis://host:port/db"
+    shown = redact_url(url)  # the password never reaches a message
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///") :]
         if not path:
-            raise ConfigError(f"--storage {url}: no database file ({forms})")
+            raise ConfigError(f"--storage {shown}: no database file ({forms})")
         return StorageUrl("sqlite", path=Path(path).expanduser())
     if url.startswith("redis://"):
-        parts = urlsplit(url)
+        # urlsplit itself raises on a bracket left open ("redis://[::1"), .port on a port out
+        # of range: each is the user's typo, not an internal error
         try:
+            parts = urlsplit(url)
             port = parts.port or 6379
-            db = int(parts.path.lstrip("/") or 0)
-        except ValueError:
-            raise ConfigError(f"--storage {url}: not a Redis URL ({forms})") from None
+        except ValueError as exc:
+            raise ConfigError(f"--storage {shown}: not a Redis URL ({exc}; {forms})") from None
         if not parts.hostname:
-            raise ConfigError(f"--storage {url}: no host ({forms})")
-        return StorageUrl("redis", host=parts.hostname, port=port, db=db, password=parts.password)
-    raise ConfigError(f"--storage {url}: not a storage URL ({forms})")
+            raise ConfigError(f"--storage {shown}: no host ({forms})")
+        db = parts.path.lstrip("/") or "0"
+        if not (db.isascii() and db.isdigit()):
+            raise ConfigError(f"--storage {shown}: the database is not a number ({forms})")
+        return StorageUrl(
+            "redis", host=parts.hostname, port=port, db=int(db), password=parts.password
+        )
+    raise ConfigError(f"--storage {shown}: not a storage URL ({forms})")
 
 
 def check_places(storage: StorageUrl, workspaces: Path) -> None:
@@ -113,8 +137,7 @@ def check_places(storage: StorageUrl, workspaces: Path) -> None:
         import redis
     except ImportError:
         raise ConfigError(
-            "--storage redis://...: the redis client is not installed "
-            "(pip install 'agentscope-context-ext[redis]')"
+            f"--storage redis://...: the redis client is not installed ({install_command('redis')})"
         ) from None
     client = redis.Redis(
         host=storage.host,
@@ -165,9 +188,12 @@ async def probe_records(storage: StorageUrl, url: str) -> None:
 
 def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
     """``create_app`` for the agent file: context management for every agent it runs (the
-    file's ``context`` settings), the file's tools, the storage and a local workspace per
-    agent under ``workspaces``. Background workers that need the outside world (channels,
-    schedules, the knowledge index) are off.
+    file's ``context`` settings), the file's tools and no other unless the file says
+    ``tools.agentscope_builtins``, its model settings on every call of a session with the
+    credential :func:`model_credential` makes, the storage and a local workspace per agent
+    under ``workspaces``. Background workers that need the outside world (channels,
+    schedules, the knowledge index) are off; the message bus ends its streams when the
+    server stops (:class:`StoppingServer`).
 
     Raises:
         `ConfigError`: The agent file's tools cannot be built.
@@ -176,34 +202,56 @@ def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
     from agentscope.app.message_bus import InMemoryMessageBus, RedisMessageBus
     from agentscope.app.workspace_manager import LocalWorkspaceManager
 
+    from ._serve_stop import stopping_bus
+
     context = spec.context
-    functions: list[Callable[..., Any]] = []
+    roots: list[Path] = []
     if spec.tools.explorer is not None:
         roots, context = explorer_context(spec)
-        functions += make_explorer_functions(roots[0])
     writers = [import_tool(dotted) for dotted in spec.tools.functions]
+    # every user's conversations: no session's file tools see them, but its own (design §11.4)
+    hidden = [workspaces.absolute(), *storage.files()]
 
     async def tools(user_id: str, agent_id: str, session_id: str) -> list[Any]:
+        own = session_folder(workspaces, agent_id, session_id)
+        boundary = session_boundary(hidden, [own])
+        functions = make_explorer_functions(roots[0], boundary) if roots else ()
         return [as_tool(f) for f in functions] + [as_tool(f, read_only=False) for f in writers]
 
     records = open_records(storage)
     if storage.kind == "sqlite":
-        bus: Any = InMemoryMessageBus()
+        bus: Any = stopping_bus(InMemoryMessageBus)
     else:
-        bus = RedisMessageBus(
-            host=storage.host, port=storage.port, db=storage.db, password=storage.password
+        bus = stopping_bus(
+            RedisMessageBus,
+            host=storage.host,
+            port=storage.port,
+            db=storage.db,
+            password=storage.password,
         )
     workspaces.mkdir(parents=True, exist_ok=True)
+    keep = None if spec.tools.agentscope_builtins else file_tool_names(spec)
     return create_app(
         storage=records,
         message_bus=bus,
         workspace_manager=LocalWorkspaceManager(str(workspaces.resolve())),
-        extra_agent_middlewares=context_middleware_factory(context),
+        extra_credentials=list(SERVED_CREDENTIALS),
+        extra_agent_middlewares=context_middleware_factory(context, hidden=hidden, tools=keep),
         extra_agent_tools=tools,
         enable_channel_worker=False,
         enable_scheduler=False,
         enable_index_worker=False,
     )
+
+
+def file_tool_names(spec: AgentFile) -> list[str]:
+    """The names of the tools the agent file gives its agent (the explorer's, its
+    functions'): all a served agent has, with this package's, unless the file says
+    ``tools.agentscope_builtins``."""
+    names = []
+    if spec.tools.explorer is not None:
+        names += [function.__name__ for function in make_explorer_functions(Path.cwd())]
+    return names + [import_tool(dotted).__name__ for dotted in spec.tools.functions]
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -231,12 +279,14 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] = print) -> None:
-    """Serve the agent file's agent until interrupted: ``create_app`` under uvicorn on
-    ``settings.host:settings.port``, the file's model registered as a credential and its agent
-    for ``settings.user`` (reused when they exist), the URL and curl lines printed.
+    """Serve the agent file's agent until interrupted (Ctrl-C, SIGTERM): ``create_app`` under
+    uvicorn on ``settings.host:settings.port``, the file's model registered as a credential
+    and its agent for ``settings.user`` (reused when they exist), the prompt's fixed part, the
+    URL and curl lines printed.
 
     Raises:
-        `ConfigError`: A bad agent file, storage URL or busy port (one line each).
+        `ConfigError`: A bad agent file, storage URL or busy port, or a system prompt and tool
+            schemas past the window's compaction point (one line each).
     """
     try:
         import agentscope.app  # noqa: F401 - what create_app needs, checked before anything else
@@ -245,20 +295,36 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         import uvicorn
     except ImportError as exc:
         raise ConfigError(
-            f"serve needs AgentScope's service ({exc.name} is missing): "
-            "pip install 'agentscope-context-ext[serve]'"
+            f"serve needs AgentScope's service ({exc.name} is missing): " + install_command("serve")
         ) from None
+    from ._serve_stop import GRACE_SECONDS, StoppingServer
+
     spec = load_agent_file(settings.agent)
     storage = parse_storage_url(settings.storage)
     credential, model_class = model_credential(spec.model)
     check_places(storage, settings.workspaces)
     await probe_records(storage, settings.storage)
     app = build_app(spec, storage, settings.workspaces)
+    prompt = await measure_served_prompt(
+        spec,
+        await app.state.extra_agent_tools("serve-check", "serve-check", "serve-check"),
+        app.state.extra_agent_middlewares,
+        spec.tools.agentscope_builtins,
+    )
+    prompt.check(f"agent file {settings.agent}")
     sock = bind(settings.host, settings.port)
     host, port = sock.getsockname()[:2]
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{port}"
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS
+    )
+    server = StoppingServer(config, app.state.message_bus)
+    # an expected failure of a turn (the model server down) is one line, not a traceback;
+    # with -v (INFO on) every traceback stays
+    quiet = None if logging.getLogger().isEnabledFor(logging.INFO) else OneLineFailures()
+    if quiet is not None:
+        logging.getLogger(AGENTSCOPE_LOGGER).addFilter(quiet)
     task = asyncio.ensure_future(_serve(server, sock))
     try:
         await _started(server, task)
@@ -267,9 +333,15 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         ) as client:
             credential_id = await _credential(client, spec.name, credential)
             agent_id = await _agent(client, spec)
-        for line in _usage(
+        lines = _usage(
             url, settings.user, agent_id, (credential["type"], credential_id, model_class), spec
-        ):
+        )
+        lines[1:1] = [
+            *_places(settings, storage, spec),
+            prompt.line(),
+            *_builtins_warning(spec, settings.workspaces),
+        ]
+        for line in lines:
             say(line)
         await task
     finally:
@@ -277,6 +349,19 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(task), 10)
         sock.close()
+        if quiet is not None:
+            logging.getLogger(AGENTSCOPE_LOGGER).removeFilter(quiet)
+
+
+def _builtins_warning(spec: AgentFile, workspaces: Path) -> list[str]:
+    """What ``serve`` says when the agent file turns AgentScope's built-ins on."""
+    if not spec.tools.agentscope_builtins:
+        return []
+    return [
+        "AgentScope's built-in tools are on (tools.agentscope_builtins): Bash runs commands "
+        f"on this host, as this user (a local workspace: each agent's folder under "
+        f"{workspaces.resolve()})",
+    ]
 
 
 async def _serve(server: Any, sock: socket.socket) -> None:
@@ -376,3 +461,26 @@ def _usage(
         "a message:   curl -s -X POST " + f"{url}/chat/ {header} -d '{json.dumps(chat)}'",
         "stop with Ctrl-C",
     ]
+
+
+def _places(settings: ServeSettings, storage: StorageUrl, spec: AgentFile) -> list[str]:
+    """Where the records and the workspaces are, and whether the agents' file tools' roots
+    hold them (they then see only each session's own folder there)."""
+    roots = [Path(root).expanduser().absolute() for root in spec.context.tools.allowed_roots]
+    if spec.tools.explorer is not None:
+        roots += [Path(root).expanduser().absolute() for root in spec.tools.explorer.roots]
+    roots = roots or [Path.cwd()]  # read_file's default root
+
+    def where(path: Path, but: str = "") -> str:
+        holder = next((root for root in roots if is_within(path, root)), None)
+        if holder is None:
+            return "outside the agents' file tools' roots"
+        name = "the current directory" if holder == Path.cwd() else str(holder)
+        return f"inside {name}: hidden from the agents' file tools{but}"
+
+    workspaces = settings.workspaces.absolute()
+    records = f"redis://{storage.host}:{storage.port}/{storage.db}"
+    if storage.path is not None:
+        records = f"{storage.path.absolute()} ({where(storage.path.absolute())})"
+    own = " but for each session's own folder"
+    return [f"records:     {records}", f"workspaces:  {workspaces} ({where(workspaces, own)})"]

@@ -22,12 +22,16 @@ on this machine (a Docker or E2B sandbox, reached through its backend's async ca
 same layout too: the stores work on a local copy (:class:`WorkspaceMirror`), pulled from the
 workspace before a turn and pushed to it after each step that writes. A turn served by another
 worker, or after a restart, continues where the last one stopped.
+
+Each session's file tools (``read_file``; serve's ``list_dir`` and ``grep``) see their roots
+minus the service's folders (every agent's workspace, a store folder of ours, our cache), except
+the session's own folder (:func:`session_boundary`, design §11.4).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,18 +49,30 @@ from ..core.workspace import (
     TOOL_RESULT_DIRNAME,
     LocalStorage,
     Placement,
+    ReadBoundary,
     Storage,
     SubStorage,
+    cache_folder_path,
     check_storage_writable,
     check_writable,
     open_storage,
+    portal,
     private_cache_folder,
 )
 from ._middleware import ContextMiddleware
 from ._mirror import WorkspaceMirror
+from ._refusal import RefusedTurn
+from ._tool_filter import ToolFilter
 from ._tracing import traced
 
-__all__ = ["CONTEXT_DIRNAME", "MiddlewareFactory", "context_middleware_factory", "served_placement"]
+__all__ = [
+    "CONTEXT_DIRNAME",
+    "MiddlewareFactory",
+    "context_middleware_factory",
+    "served_placement",
+    "session_boundary",
+    "session_folder",
+]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -80,6 +96,8 @@ def context_middleware_factory(
     compaction_model: ChatModelBase | None = None,
     mirror: bool | None = None,
     cache: str | Path | None = None,
+    hidden: Sequence[str | Path] | None = None,
+    tools: Collection[str] | None = None,
 ) -> MiddlewareFactory:
     """The ``extra_agent_middlewares`` factory of ``create_app``: context management for every
     agent the service runs.
@@ -105,6 +123,20 @@ def context_middleware_factory(
             files are not on this machine (a sandbox), ``True`` for every workspace.
         cache (`str | Path | None`): Where the local copies are (default: this user's
             private folder in the temporary directory, :func:`~agentscope_context_ext.core.workspace.private_cache_folder`).
+        hidden (`Sequence[str | Path] | None`): Folders (and files) of the service that no
+            session's file tools may see, but for the session's own folder: where every
+            agent's workspace is, the records. Default: the folder holding the agent's local
+            workspace (``LocalWorkspaceManager``'s ``basedir``). The agent's own
+            ``sessions/`` and ``context_ext/``, a store folder of ours and the cache are always
+            hidden.
+        tools (`Collection[str] | None`): The tools each agent keeps of those ``create_app``
+            gives it, by name (e.g. those of ``extra_agent_tools``); the extension adds its
+            own. AgentScope's built-ins (its workspace's Bash, Read, Write, ..., the Task*,
+            Team* and Schedule* tools, skills, MCPs) and the workspace's instructions go
+            (:class:`ToolFilter`). ``None`` (default): the toolkit as the service made it.
+
+    A turn whose files cannot be placed (a workspace that cannot be written) is refused on
+    its stream, with the reason (:class:`RefusedTurn`), as every refusal of ours in a turn is.
 
     Raises:
         `ConfigError`: The configuration is invalid, now rather than at the first turn.
@@ -115,26 +147,36 @@ def context_middleware_factory(
         raise ConfigError(f"memory_scope must be 'agent' or 'user', not {memory_scope!r}")
     store: Storage | None = None
     if "workspace" in settings.model_fields_set:
-        store = open_storage(settings.workspace)
+        store = open_storage(settings.workspace, settings.workspace_timeout)
         check_storage_writable(store)
     checked: set = set()
     copies = Path(cache) if cache is not None else None
+    # absolute now: a service that changes its directory later hides the same folders
+    hidden_paths = None if hidden is None else [Path(path).absolute() for path in hidden]
+    if isinstance(tools, str):
+        raise ConfigError(f"tools: a list of tool names, not one string ({tools!r})")
+    keep = ToolFilter(tools) if tools is not None else None
 
+    @portal  # the session's registration waits on the loop, like the turn's calls
     async def factory(
         user_id: str, agent_id: str, session_id: str, workspace: Any = None
     ) -> list[MiddlewareBase]:
-        placement = served_placement(
-            settings,
-            user_id,
-            agent_id,
-            session_id,
-            workspace,
-            store=store,
-            memory_scope=memory_scope,
-            checked=checked,
-            mirror=mirror,
-            cache=copies,
-        )
+        try:
+            placement = served_placement(
+                settings,
+                user_id,
+                agent_id,
+                session_id,
+                workspace,
+                store=store,
+                memory_scope=memory_scope,
+                checked=checked,
+                mirror=mirror,
+                cache=copies,
+                hidden=hidden_paths,
+            )
+        except ContextExtError as exc:  # said on the turn's stream, not "setup failed"
+            return [RefusedTurn(exc)]
         middleware = ContextMiddleware(
             settings,
             compaction_model=compaction_model,
@@ -144,7 +186,8 @@ def context_middleware_factory(
         )
         # create_app adds no tracing of its own: with a tracer provider installed (trace_to,
         # ``serve --studio-url``), each turn is traced, its spans around ours (design §9.1).
-        return traced(middleware) if tracing_enabled() else [middleware]
+        middlewares = traced(middleware) if tracing_enabled() else [middleware]
+        return middlewares if keep is None else [keep, *middlewares]
 
     return factory
 
@@ -161,6 +204,7 @@ def served_placement(
     checked: set | None = None,
     mirror: bool | None = None,
     cache: Path | None = None,
+    hidden: Sequence[Path] | None = None,
 ) -> Placement:
     """Where one served session's files go (the layout at the top of this module).
 
@@ -175,6 +219,8 @@ def served_placement(
         mirror (`bool | None`): Work on a local copy (``None``: when the workspace's files are
             not on this machine).
         cache (`Path | None`): Where local copies are.
+        hidden (`Sequence[Path] | None`): The service's folders its file tools may not see
+            (default: the folder holding the agent's local workspace).
 
     Raises:
         `ContextExtError`: No workspace to put the files in.
@@ -190,7 +236,8 @@ def served_placement(
         session = SubStorage(store, f"{agent_root}/{session_key}")
         long_term = SubStorage(store, f"{agent_root}/{memory_key}")
         history = _history(store, agent_id, user_id, session_id, session.folder, checked)
-        return Placement(session.location, session, long_term, history=history)
+        boundary = _store_boundary(store, session.folder, workspace, session_key, hidden, cache)
+        return Placement(session.location, session, long_term, history=history, boundary=boundary)
     workdir, local = _workdir(workspace)
     if mirror is False and not local:
         raise ContextExtError(
@@ -229,7 +276,78 @@ def served_placement(
             LocalStorage(workdir), agent_id, user_id, session_id, session_key, checked, signed=True
         )
     )
-    return Placement(session_dir, LocalStorage(session_dir), memory_dir, mirrors, history)
+    if mirrors:  # the workspace's folder is not on this machine: only our copies are
+        boundary = session_boundary(hidden or (), [session_dir.parent], cache)
+    else:
+        boundary = session_boundary(
+            [*_hidden_by_default(workdir, hidden), *_ours(workdir)], [session_dir.parent], cache
+        )
+    return Placement(session_dir, LocalStorage(session_dir), memory_dir, mirrors, history, boundary)
+
+
+def session_boundary(
+    hidden: Iterable[str | Path], own: Iterable[str | Path], cache: Path | None = None
+) -> ReadBoundary:
+    """What one served session's file tools may see (design §11.4): nothing in ``hidden`` (the
+    service's workspaces and records) nor in our cache folders, but all of its ``own`` folders.
+
+    Args:
+        hidden (`Iterable[str | Path]`): The service's folders and files.
+        own (`Iterable[str | Path]`): The session's own folders.
+        cache (`Path | None`): A cache folder given to the factory (``cache=``); this user's
+            private cache folder is always hidden.
+    """
+    caches = [cache_folder_path(), *([cache] if cache is not None else [])]
+    return ReadBoundary.of([*hidden, *caches], own)
+
+
+def session_folder(workspaces: str | Path, agent_id: str, session_id: str) -> Path:
+    """A served session's folder in ``LocalWorkspaceManager(workspaces)``'s layout: 2.x's
+    offloads and ours (``context_ext/``) of that session."""
+    workdir = Path(workspaces).absolute() / str(agent_id)
+    return workdir / SESSIONS_DIRNAME / safe_id(session_id)
+
+
+def _hidden_by_default(workdir: str, hidden: Sequence[Path] | None) -> list[Path]:
+    """``hidden``, or the folder holding the agent's workspace: ``LocalWorkspaceManager`` keeps
+    every agent's there (``basedir/<agent_id>``), each user's agents and sessions among them."""
+    return list(hidden) if hidden is not None else [Path(workdir).absolute().parent]
+
+
+def _ours(workdir: str) -> list[Path]:
+    """The agent's workspace's folders of every session and its memory: hidden whatever the
+    service says (they hold the agent's other sessions, maybe other users')."""
+    return [Path(workdir) / SESSIONS_DIRNAME, Path(workdir) / CONTEXT_DIRNAME]
+
+
+def _store_boundary(
+    store: Storage,
+    folder: str,
+    workspace: Any,
+    session_key: str,
+    hidden: Sequence[Path] | None,
+    cache: Path | None,
+) -> ReadBoundary:
+    """A session's boundary when its files are in a store of ours (``workspace:``): the store's
+    folder (when it is one) is hidden but for the session's, and so is the agent's 2.x
+    workspace (when local) but for the session's folder there."""
+    hide: list[Path] = list(hidden or ())
+    own: list[Path] = []
+    if isinstance(store, LocalStorage):
+        hide.append(store.root)
+        own.append(store.root / folder)
+    workdir = getattr(workspace, "workdir", None)
+    if workdir is not None and _is_local(workspace):
+        hide += [*_hidden_by_default(str(workdir), hidden), *_ours(str(workdir))]
+        own.append((Path(workdir) / session_key).parent)
+    return session_boundary(hide, own, cache)
+
+
+def _is_local(workspace: Any) -> bool:
+    try:
+        return isinstance(workspace.get_backend(), LocalBackend)
+    except Exception:  # noqa: BLE001 - no backend (not initialized): nothing local to hide
+        return False
 
 
 def _history(

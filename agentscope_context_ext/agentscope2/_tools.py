@@ -18,7 +18,7 @@ from ..core.longterm import LongTermMemory
 from ..core.longterm import make_memory_tools as core_memory_tools
 from ..core.tools import make_dialog_tools as core_dialog_tools
 from ..core.tools import make_read_file
-from ..core.workspace import DialogStore, Storage
+from ..core.workspace import DialogStore, Storage, portal
 
 __all__ = [
     "as_memory_tools",
@@ -33,9 +33,10 @@ CoreTool = Callable[..., Coroutine[Any, Any, str]]
 
 def as_tool(function: CoreTool, read_only: bool = True) -> FunctionTool:
     """A core tool (an async function returning text) as a 2.x ``FunctionTool``: same name,
-    schema from its signature and docstring, always allowed."""
+    schema from its signature and docstring, always allowed. It runs in a portal: its
+    workspace calls wait on the event loop (2.x runs each tool call in a task of its own)."""
     return FunctionTool(
-        function,
+        portal(function),
         is_read_only=read_only,
         is_concurrency_safe=read_only,
         permission=PermissionDecision(

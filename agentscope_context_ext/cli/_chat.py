@@ -194,11 +194,7 @@ def run_chat(
         f"context stats: {stats.truncations} truncation(s), {stats.retruncations} "
         f"re-truncation(s), {stats.compactions} compaction(s), {stats.bytes_offloaded:,} bytes "
         f"offloaded, peak prompt {stats.peak_prompt_tokens:,} tokens"
-        + (
-            f", token count error {stats.token_count_error:+.2%}"
-            if stats.token_count_error is not None
-            else ""
-        )
+        + (f", {stats.token_count.describe()}" if stats.token_count is not None else "")
     )
     if empty:
         raise EmptyAnswer(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,8 +20,15 @@ from .. import __version__
 from ..adapter import installed
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, WorkspaceError
-from ..core.workspace import Storage, is_storage_url, open_storage, refuse_other_schemes
+from ..core.workspace import (
+    Storage,
+    is_storage_url,
+    open_storage,
+    refuse_other_schemes,
+)
 from ..replay import TranscriptError
+from ._arguments import ArgumentParser, UsageError, dash_query, days
+from ._output import EXIT_CLOSED_OUTPUT, discard_stdout, stdout_closed
 from ._studio import StudioError, studio, studio_arguments
 
 EXIT_OK = 0
@@ -51,7 +59,7 @@ def _config_argument(command: argparse.ArgumentParser, help: str = "YAML/JSON co
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="agentscope-context",
         description="Context management for AgentScope agents: truncation, compaction, memory.",
     )
@@ -86,10 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     cleanup = commands.add_parser(
         "cleanup",
         help="delete saved tool results older than the TTL",
-        description="Delete tool_result/ files older than --ttl-days (default: the config's).",
+        description="Delete tool_result/ files older than --ttl-days (default: the config's), "
+        "except those the latest summary.md or a saved session (sessions/) still names.",
     )
     _workspace_argument(cleanup)
-    cleanup.add_argument("--ttl-days", type=float, help="age limit in days")
+    cleanup.add_argument("--ttl-days", type=days, help="age limit in days (a positive number)")
     _config_argument(cleanup)
 
     replay = commands.add_parser(
@@ -136,7 +145,11 @@ def _parser() -> argparse.ArgumentParser:
         "identifiers (my_var, a/b.py) and CJK text work.",
     )
     _workspace_argument(search)
-    search.add_argument("query", help="what to find")
+    search.add_argument(
+        "query",
+        help="what to find; one starting with '-' works as it is (search WS -permission), "
+        "or after '--' (search WS -- --force)",
+    )
     search.add_argument(
         "--scope",
         default="all",
@@ -190,14 +203,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
     serve.add_argument(
         "--storage",
-        default="sqlite:///agentscope-context-serve/app.db",
-        help="the service's records: sqlite:///FILE or redis://host:port/db",
+        help="the service's records: sqlite:///FILE or redis://host:port/db (default: "
+        "app.db in $XDG_DATA_HOME/agentscope-context/serve, else ~/.local/share/...)",
     )
     serve.add_argument(
         "--workspaces",
         type=Path,
-        default=Path("agentscope-context-serve/workspaces"),
-        help="folder of the agents' workspaces (one per agent)",
+        help="folder of the agents' workspaces, one per agent (default: workspaces/ in the "
+        "same folder); hidden from the agents' file tools but for each session's own folder",
     )
     serve.add_argument("--user", default="local", help="the user (X-User-ID) the agent is for")
     studio_arguments(serve)
@@ -218,9 +231,32 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``agentscope-context``; returns the exit code."""
+    """Entry point of ``agentscope-context``; returns the exit code (141 when the reader of
+    standard output went away, see ``_output``)."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a reader gone shows here when the output fit in the buffer
+    except BrokenPipeError as exc:
+        if not stdout_closed():
+            print(f"agentscope-context: internal error: {exc!r}", file=sys.stderr)
+            return EXIT_ERROR
+        discard_stdout()
+        return EXIT_CLOSED_OUTPUT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except UsageError as error:
+            args = dash_query(parser, argv, error)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -253,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_closed():
+            raise  # the reader of the output went away: main ends quietly
         logging.getLogger("agentscope_context_ext").debug("internal error", exc_info=True)
         print(
             f"agentscope-context {args.command}: internal error: {exc!r} (run with -v for details)",
@@ -261,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         return EXIT_ERROR
-    parser.error(f"unknown command {args.command}")
+    print(f"agentscope-context: unknown command {args.command}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -299,13 +337,14 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     storage = _open_workspace(args.workspace)
     config = _config(args.config)
     ttl = args.ttl_days if args.ttl_days is not None else config.truncation.ttl_days
-    if ttl <= 0:
-        raise BadInput(f"--ttl-days must be positive, got {ttl}")
-    # What the latest summary names stays: the agent may still be told to read it.
+    # What the latest summary or a saved conversation names stays: the agent may still be told
+    # to read it (a chat continues its session with the notices it had).
     summary = (storage.read(SUMMARY_FILE) or b"").decode("utf-8", errors="replace")
     keep = saved_paths(summary)
+    for text in installed.saved_session_texts(args.workspace):
+        keep |= saved_paths(text)
     removed = ToolResultStore(storage, ttl_days=ttl).cleanup(keep=keep)
-    kept = f"; kept {len(keep)} named by {SUMMARY_FILE}" if keep else ""
+    kept = f"; kept {len(keep)} named by {SUMMARY_FILE} or a saved session" if keep else ""
     print(f"removed {len(removed)} tool result file(s) older than {ttl:g} day(s){kept}")
     for path in removed:
         print(f"  {path}")
@@ -426,19 +465,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise BadInput(f"--port {args.port}: not a port (0-65535)")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}", args.user):
         raise BadInput(f"--user {args.user!r}: use letters, digits, '.', '_', '@' or '-'")
+    places = {"storage": args.storage, "workspaces": args.workspaces}
     settings = ServeSettings(
         agent=args.agent,
         host=args.host,
         port=args.port,
-        storage=args.storage,
-        workspaces=args.workspaces,
         user=args.user,
+        **{name: value for name, value in places.items() if value is not None},
     )
+    # SIGTERM stops serve as Ctrl-C does: the server ends its event streams, then "stopped"
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         with studio(args, "serve"):
             asyncio.run(installed.serve_agent_file(settings, lambda line: print(line, flush=True)))
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
 
 

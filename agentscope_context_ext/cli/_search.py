@@ -113,7 +113,10 @@ def search_workspace(
     for item in chosen:
         conversation = item.conversation
         conversation.view = view
-        conversation.index = HistoryIndex(conversation.storage, progress=tell, view=view)
+        try:
+            conversation.index = HistoryIndex(conversation.storage, progress=tell, view=view)
+        except ValueError as exc:  # ACE_SEARCH_ENGINE naming no engine (or one not installed)
+            raise SearchError(str(exc)) from None
         if rebuild:
             item.conversation.index.rebuild()
     try:

@@ -16,6 +16,7 @@ agent runs with (``agentscope-context chat --agent agent.yaml``, ``build_agent("
     tools:
       explorer: {roots: ["."]}          # read_file, list_dir and grep, confined to the roots
       functions: ["mypackage.tools:search_issues"]
+      agentscope_builtins: false        # serve: AgentScope's Bash, Read, ... as well (host!)
     context:                            # exactly the package's configuration, or a path to one
       max_input_tokens: 32768
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,6 +56,7 @@ __all__ = [
     "explorer_context",
     "import_tool",
     "load_agent_file",
+    "serve_data_folder",
 ]
 
 Provider = Literal["dashscope", "openai", "anthropic", "ollama", "openai-compatible"]
@@ -182,6 +184,12 @@ class ToolSettings(_Section):
     """The explorer tools, confined to folders."""
     functions: list[str] = Field(default_factory=list)
     """Tool functions by import path, ``package.module:function`` (its docstring is the schema)."""
+    agentscope_builtins: bool = False
+    """``serve`` only: also give the agent the tools AgentScope's service attaches to every
+    agent (its workspace's Bash, Read, Write, Edit, Glob and Grep, the Task*, Team* and
+    Schedule* tools, skills and MCPs) and the workspace's instructions. Off, the served agent
+    has the file's tools and this package's, as ``chat`` does. With a local workspace, Bash
+    runs commands on the serving host."""
 
     @field_validator("functions")
     @classmethod
@@ -277,15 +285,25 @@ def import_tool(dotted: str) -> Any:
     return function
 
 
+def serve_data_folder() -> Path:
+    """Where ``serve`` keeps its records and workspaces unless told: this user's data folder
+    (``$XDG_DATA_HOME/agentscope-context/serve``, else ``~/.local/share/...``), never the
+    current directory, which the agents' file tools read by default (design §11.4)."""
+    base = os.environ.get("XDG_DATA_HOME", "")
+    if not base or not Path(base).is_absolute():  # a relative one is to be ignored (XDG spec)
+        base = str(Path.home() / ".local" / "share")
+    return Path(base) / "agentscope-context" / "serve"
+
+
 @dataclass(frozen=True)
 class ServeSettings:
     """What ``agentscope-context serve`` was asked for: the agent file, where to listen, where
-    the service keeps its records and its agents' workspaces, and the user it registers the
-    agent for."""
+    the service keeps its records and its agents' workspaces (default: in
+    :func:`serve_data_folder`), and the user it registers the agent for."""
 
     agent: Path
     host: str = "127.0.0.1"
     port: int = 8000
-    storage: str = "sqlite:///agentscope-context-serve/app.db"
-    workspaces: Path = Path("agentscope-context-serve/workspaces")
+    storage: str = field(default_factory=lambda: f"sqlite:///{serve_data_folder() / 'app.db'}")
+    workspaces: Path = field(default_factory=lambda: serve_data_folder() / "workspaces")
     user: str = "local"

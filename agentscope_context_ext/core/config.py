@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ._config_io import describe_errors, read_config_file
 from ._config_io import render_yaml as _render_yaml
 from .errors import ConfigError
-from .workspace import redact_url, workspace_url_error
+from .workspace import MAX_TTL_DAYS, redact_url, workspace_url_error
 
 __all__ = [
     "CompactionConfig",
@@ -143,8 +143,8 @@ class TruncationConfig(_Section):
     """``batched``: re-truncate between compactions only when this many tokens are freed."""
     max_window_share: float = Field(0.25, gt=0.0, le=1.0)
     """One tool result never takes more than this share of ``max_input_tokens``."""
-    ttl_days: float = Field(7, gt=0)
-    """Files in ``tool_result/`` older than this many days are deleted."""
+    ttl_days: float = Field(7, gt=0, le=MAX_TTL_DAYS, allow_inf_nan=False)
+    """Files in ``tool_result/`` older than this many days are deleted (at most 36500)."""
 
     def result_tokens(self, max_input_tokens: int) -> int:
         """The most tokens one tool result may take in a window of ``max_input_tokens``."""
@@ -248,16 +248,19 @@ class ContextConfig(_Section):
 
     workspace: str = ".agentscope-context"
     """Folder of ``dialog/``, ``tool_result/``, ``Memory.md`` and ``memory/``, or a Redis URL."""
+    workspace_timeout: float = Field(3.0, gt=0.0, le=300.0)
+    """Seconds one call to a Redis workspace may take; then it fails (two in a row: fail at once for 10 s)."""
     max_input_tokens: int | None = Field(None, ge=1024)
     """The model's input window; ``null`` looks the model up in a small table (else 131072)."""
     tokenizer: Literal["auto", "qwen", "o200k_base", "cl100k_base", "estimate"] = "auto"
-    """Token counter; ``auto`` picks by model name (Qwen vocabulary, tiktoken, bytes/4)."""
+    """Token counter; ``auto`` picks by model name (Qwen vocabulary, tiktoken, a safe estimate)."""
     media_token_cost: int = Field(1280, ge=0)
     """Tokens counted for each image, audio or video block."""
     prompt_cache_price: float = Field(0.1, ge=0.0, le=1.0)
     """Price of a cached prompt token as a share of a full one (1.0: no caching); sets when to compact."""
     calibrate_with_usage: bool = False
-    """Use the provider's reported input tokens as the base of the next count."""
+    """Shift our count by a count error the provider's usage shows (never template skew; bounded).
+    Design §5.1: never below our exact count, at most 15% of the window, decaying."""
     notices: bool = True
     """Print compaction start/finish through ``agent.print`` (console and Studio)."""
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)

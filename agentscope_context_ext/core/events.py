@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .messages import Message
+from .tokens import UsageVerdict
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -41,9 +42,11 @@ __all__ = [
     "MemoryWritten",
     "ProviderOverflowRecovered",
     "SaveFailed",
+    "TokenCountJudged",
     "ToolResultRetruncated",
     "ToolResultTruncated",
     "TtlCleanup",
+    "UsageIgnored",
     "UserMessageOffloaded",
 ]
 
@@ -209,6 +212,36 @@ class ProviderOverflowRecovered(ContextEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class UsageIgnored(ContextEvent):
+    """A provider's token figure (reported usage, or the count in a length rejection) that no
+    vocabulary or template can explain was ignored: calibration learned nothing from it."""
+
+    type: ClassVar[str] = "usage_ignored"
+    level: ClassVar[int] = logging.WARNING
+    provider_tokens: int
+    ours: int
+    """Our exact count of the same prompt."""
+    max_input_tokens: int
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenCountJudged(ContextEvent):
+    """The judgement of the provider's reported counts against ours changed (design §5.1):
+    ``kind`` ``agrees``, ``count_error`` (calibration may shift by it), ``template_skew``
+    (never shifted on) or ``unsettled``."""
+
+    type: ClassVar[str] = "token_count_judged"
+    verdict: UsageVerdict = field(repr=False)
+    shift: int = 0
+    """What calibration adds to the count now (``0`` with ``calibrate_with_usage`` off)."""
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return {**self.verdict.as_dict(), "shift": self.shift}
+
+
+@dataclass(frozen=True, kw_only=True)
 class MemoryWritten(ContextEvent):
     """``Memory.md`` or a daily note was written (by the agent, the Summarizer or the
     consolidation)."""
@@ -304,7 +337,13 @@ class ContextStats:
     peak_prompt_tokens: int = 0
     """The largest context size an exact check counted."""
     token_count_error: float | None = None
-    """Relative gap between our count and the provider's reported input tokens (last like call)."""
+    """Relative gap between our count and the provider's reported input tokens (last like call),
+    whatever its cause: :attr:`token_count` says whether it is a count error."""
+    token_count: UsageVerdict | None = None
+    """What the provider's counts of the last like calls say about ours: a count error or a
+    server's template skew (``kind``, ``form``, ...; ``None`` before the first report)."""
+    usage_shift: int = 0
+    """What calibration added to the last exact count (``calibrate_with_usage``)."""
     hook_seconds: float = 0.0
     """Time spent inside the hooks."""
 
@@ -351,6 +390,8 @@ class ContextStats:
             "last_prompt_tokens": self.last_prompt_tokens,
             "peak_prompt_tokens": self.peak_prompt_tokens,
             "token_count_error": self.token_count_error,
+            "token_count": self.token_count.as_dict() if self.token_count else None,
+            "usage_shift": self.usage_shift,
             "hook_seconds": round(self.hook_seconds, 6),
         }
 

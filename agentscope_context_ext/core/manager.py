@@ -43,7 +43,7 @@ from .search import HistoryScope
 from .tokens import TokenCounter, known_max_input_tokens
 from .tools import make_dialog_tools, make_read_file
 from .tracing import in_conversation, record_span
-from .workspace import DialogStore, Storage, ToolResultStore
+from .workspace import DialogStore, ReadBoundary, Storage, ToolResultStore, portal
 
 __all__ = ["DIALOG_TOOL_NAMES", "ContextManager", "LongTermHooks", "resolve_window"]
 
@@ -104,6 +104,8 @@ class ContextManager(ABC):
             (default: the workspace; a served agent's are its agent's, not its session's).
         history (`HistoryScope | None`): A served session's place among the others: the scopes
             ``search_dialog`` can cover beyond this conversation (design §6.2).
+        boundary (`ReadBoundary | None`): A served session's: what ``read_file`` may not read
+            inside its roots (the service's other users' and sessions' folders, §11.4).
 
     Attributes:
         pipeline (`ContextPipeline`): The steps run before every model call.
@@ -132,6 +134,7 @@ class ContextManager(ABC):
         long_term: LongTermHooks | None = None,
         long_term_at: Path | Storage | None = None,
         history: HistoryScope | None = None,
+        boundary: ReadBoundary | None = None,
     ) -> None:
         self.config = config
         self.port = port
@@ -140,6 +143,7 @@ class ContextManager(ABC):
         self.storage = storage
         self.dialog_store = dialog_store
         self.history = history
+        self.boundary = boundary
         self.bus = bus
         self.tool_result_store = tool_result_store or ToolResultStore(
             storage, ttl_days=config.truncation.ttl_days
@@ -155,6 +159,8 @@ class ContextManager(ABC):
             call_model=summary_call,
             compaction_window=summary_window,
             notify=notify,
+            # only our reader's outputs name their source file instead of a saved copy
+            read_file_name="read_file" if config.tools.read_file else None,
         )
         if history is not None:  # the user's other sessions are worth a search from the start
             self.pipeline.offered_tools.elsewhere = history.has_others
@@ -198,6 +204,7 @@ class ContextManager(ABC):
                 max_bytes_cap=config.truncation.read_file_max_bytes(self.max_input_tokens),
                 held=self.tool_result_store.held,
                 sessions=self.history.storage_of if self.history is not None else None,
+                boundary=self.boundary,
             )
             tools.append(("read_file", reader))
         if config.tools.dialog:
@@ -208,6 +215,7 @@ class ContextManager(ABC):
             tools += [("memory", tool) for tool in self.long_term_service.memory_tools()]
         return tools
 
+    @portal
     async def before_model_call(self, forced: bool = False, instruction: str | None = None) -> None:
         """What runs before every model call (or a compaction asked for now, ``forced``):
         long-term memory started and ``Memory.md`` shown as it is now, then the pipeline. A
@@ -238,6 +246,9 @@ class ContextManager(ABC):
             except Exception as exc:
                 logger.exception("context pipeline failed")
                 await self.bus.emit(ContextWarning(where="pipeline", error=repr(exc)[:300]))
+                if isinstance(exc, OSError):  # the store failed: never send one over the window
+                    with self.port.one_step():
+                        await self.pipeline.refuse_unchecked(sys_prompt, tools, exc)
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
 
@@ -246,6 +257,7 @@ class ContextManager(ABC):
         ``search_dialog`` until there is a dialog to read (see ``core.pipeline.ToolOffer``)."""
         return self.pipeline.offered_tools(schemas)
 
+    @portal
     async def record_usage(
         self,
         provider_input_tokens: int,
@@ -267,8 +279,9 @@ class ContextManager(ABC):
             return
         # The prompt just sent was built from the context as it is now: count it exactly.
         count = await self.pipeline.count(sys_prompt, tools)
-        self.pipeline.record_usage(provider_input_tokens, count.total - count.calibration)
+        await self.pipeline.record_usage(provider_input_tokens, count.floor)
 
+    @portal
     async def recover_overflow(self, rejection: LengthRejection) -> PromptCount | None:
         """The provider rejected a call for its length: learn what it said and compact for
         one retry (``ContextPipeline.recover_overflow``); ``None`` when nothing about the prompt
@@ -281,12 +294,13 @@ class ContextManager(ABC):
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
 
+    @portal
     async def learn_rejection(self, rejection: LengthRejection) -> None:
         """A length rejection that came after the answer began (a retry is no longer
         possible): learn from it, so that the next calls fit."""
         sys_prompt, tools = await self.prompt_parts()
         count = await self.pipeline.count(sys_prompt, tools)
-        self.pipeline.learn_rejection(count.total - count.calibration, rejection)
+        await self.pipeline.learn_rejection(count.floor, rejection)
 
     @property
     def max_input_tokens(self) -> int:
@@ -305,6 +319,7 @@ class ContextManager(ABC):
         """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
         return self.bus.subscribe(callback)
 
+    @portal
     async def compact_now(self, extra_instruction: str | None = None) -> PromptCount:
         """Compact right away (as far as a pair-safe cut allows), e.g. before a long task.
 
@@ -324,6 +339,7 @@ class ContextManager(ABC):
         """The agent's conversation as its framework's traces name it (``None``: unknown)."""
         return None
 
+    @portal
     async def count(self) -> PromptCount:
         """The token count of the prompt the agent would send now."""
         sys_prompt, tools = await self.prompt_parts()
@@ -339,17 +355,20 @@ class ContextManager(ABC):
         """The background Summarizer (``None`` when off)."""
         return self.long_term_service.summarizer if self.long_term_service else None
 
+    @portal
     async def drain(self) -> None:
         """Wait until every pending Summarizer job is done (or recorded as failed)."""
         if self.long_term_service is not None:
             await self.long_term_service.drain()
 
+    @portal
     async def consolidate_now(self) -> ConsolidationResult | None:
         """Merge the daily notes into ``Memory.md`` now (what the daily scheduler runs)."""
         if self.long_term_service is None:
             return None
         return await self.long_term_service.consolidate()
 
+    @portal
     async def end_turn(self) -> None:
         """A served turn is over (``per_turn``): the Summarizer's jobs awaited, a due daily
         consolidation run, long-term memory stopped."""

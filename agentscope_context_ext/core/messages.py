@@ -111,6 +111,10 @@ class ToolResult:
     full_text: str | None = None
     """The whole output, read back from ``tool_result/`` when ``text`` is an excerpt (for the
     summary, which must not lose what the excerpt cut); ``None`` when not loaded."""
+    failed: bool | None = None
+    """The framework's own verdict when it records one (2.x: the result's state is ``error``,
+    ``denied`` or ``interrupted``); ``None``: the output's shape says (1.x records none, and a
+    tool that returns ``"Error: ..."`` as text succeeded as far as 2.x knows)."""
 
     @property
     def complete_text(self) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compat import agentscope_version
+from ..core.installation import install_command
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -133,9 +134,7 @@ def plot_tokens(path: Path, title: str, curves: Sequence[Curve], window: int, tr
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        logger.warning(
-            "matplotlib is not installed (pip install 'agentscope-context-ext[plot]'): no tokens.png"
-        )
+        logger.warning("matplotlib is not installed (%s): no tokens.png", install_command("plot"))
         return False
     figure, axis = plt.subplots(figsize=(9, 4.5), dpi=110)
     many = len(curves) > 5

@@ -2,7 +2,14 @@
 memory tools, the Summarizer's journal, daily consolidation and its scheduler. The agents that
 write the notes are the adapters' (:data:`AgentRunner`)."""
 
-from ._consolidation import CONSOLIDATOR_PROMPT, AgentRunner, ConsolidationResult, consolidate
+from ._consolidation import (
+    CONSOLIDATOR_PROMPT,
+    AgentInterrupted,
+    AgentRunner,
+    ConsolidationResult,
+    consolidate,
+    interrupted_reply,
+)
 from ._guide import MEMORY_GUIDE, bounded_by_tokens, memory_block
 from ._schedule import ConsolidationScheduler, last_consolidation, read_state, write_state
 from ._service import CONSOLIDATOR_MAX_ITERS, SUMMARIZER_MAX_ITERS, LongTermService
@@ -16,7 +23,13 @@ from ._store import (
     clean_entry,
     normalise,
 )
-from ._summarizer import SILENT, SUMMARIZER_PROMPT, SummarizerService, SummarizerSettings
+from ._summarizer import (
+    SILENT,
+    SUMMARIZER_PROMPT,
+    NotWritten,
+    SummarizerService,
+    SummarizerSettings,
+)
 from ._tools import MemoryTool, make_memory_tools
 
 __all__ = [
@@ -30,6 +43,7 @@ __all__ = [
     "SILENT",
     "SUMMARIZER_MAX_ITERS",
     "SUMMARIZER_PROMPT",
+    "AgentInterrupted",
     "AgentRunner",
     "ConsolidationResult",
     "ConsolidationScheduler",
@@ -37,11 +51,13 @@ __all__ = [
     "LongTermService",
     "MemoryInputError",
     "MemoryTool",
+    "NotWritten",
     "SummarizerService",
     "SummarizerSettings",
     "bounded_by_tokens",
     "clean_entry",
     "consolidate",
+    "interrupted_reply",
     "last_consolidation",
     "make_memory_tools",
     "memory_block",

@@ -10,22 +10,56 @@ that takes a system prompt, a user message and plain tool functions returning te
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ._schedule import read_state, write_state
 from ._store import LongTermMemory, MemoryInputError
 
-__all__ = ["CONSOLIDATOR_PROMPT", "AgentRunner", "ConsolidationResult", "consolidate"]
+__all__ = [
+    "CONSOLIDATOR_PROMPT",
+    "AgentInterrupted",
+    "AgentRunner",
+    "ConsolidationResult",
+    "consolidate",
+    "interrupted_reply",
+]
 
 AgentRunner = Callable[[str, str, Sequence[Callable[..., Awaitable[str]]]], Awaitable[str]]
 """``(system prompt, user message, tools) -> the agent's final answer``: an adapter runs an agent
 of its framework with these tools (plain async functions returning text, documented for the
-agent) and nothing else."""
+agent) and nothing else. A reply the framework ended as interrupted is not an answer: the
+runner calls :func:`interrupted_reply` instead of returning its text."""
+
+
+class AgentInterrupted(RuntimeError):
+    """A background agent's reply was interrupted, not answered (and no cancellation of the
+    running task explains it)."""
+
+
+def interrupted_reply(name: str) -> NoReturn:
+    """What a runner does with a reply its framework ended as interrupted.
+
+    Both AgentScope majors catch the ``CancelledError`` of a cancelled task inside the agent and
+    return an ordinary message ("I noticed that you have interrupted me", 2.x's interruption
+    message): taken for an answer, a Summarizer job cancelled at the event loop's end counted
+    as done and its journal entry went (issue 42). The cancellation is passed on when the task
+    was cancelled; otherwise :class:`AgentInterrupted` is raised (a failed attempt).
+
+    Raises:
+        `asyncio.CancelledError`: The running task was asked to stop.
+        `AgentInterrupted`: The reply was interrupted for another reason.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError(f"the {name} agent was cancelled")
+    raise AgentInterrupted(f"the {name} agent's reply was interrupted")
+
 
 CONSOLIDATOR_PROMPT = """You consolidate Memory.md, the long-term memory of an AI agent, with the \
 daily notes written since the last consolidation. Rewrite Memory.md in full with memory_write:

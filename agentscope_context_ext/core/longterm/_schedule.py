@@ -15,6 +15,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..workspace import in_portal
 from ._store import NOTES_DIRNAME, LongTermMemory
 
 __all__ = [
@@ -141,7 +142,8 @@ class ConsolidationScheduler:
     def start(self) -> asyncio.Task:
         """Start the background loop in the running event loop."""
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._loop())
+            # in a portal: its workspace calls wait on the loop (design §2.3)
+            self._task = asyncio.get_running_loop().create_task(in_portal(self._loop()))
         return self._task
 
     def stop(self) -> None:

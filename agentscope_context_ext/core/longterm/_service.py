@@ -67,7 +67,6 @@ class LongTermService:
             self.summarizer = SummarizerService(
                 self.memory,
                 runner("summarizer", SUMMARIZER_MAX_ITERS),
-                tools=lambda: make_memory_tools(self.memory, self._written, "summarizer")[:3],
                 emit=emit,
                 settings=SummarizerSettings(
                     retries=settings.summarizer_retries,
@@ -139,9 +138,9 @@ class LongTermService:
 
     def abandon_turn(self) -> None:
         """An interrupted served turn: nothing is awaited. The Summarizer's jobs go on in the
-        background and finish on their own (cancelling one would end its agent's reply early,
-        which the job takes for its answer, and lose the summary); a job whose worker dies
-        stays journaled and the next turn resumes it. The scheduler stops."""
+        background and finish on their own; a job stopped before it is done (its worker dies,
+        the event loop ends) stays journaled and the next turn resumes it. The scheduler
+        stops."""
         self.close()
 
     async def drain(self) -> None:

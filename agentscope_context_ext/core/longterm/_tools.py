@@ -11,6 +11,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from ..workspace import portal
 from ._store import LongTermMemory, MemoryInputError
 
 __all__ = ["MemoryTool", "make_memory_tools"]
@@ -106,4 +107,5 @@ def make_memory_tools(
         await written("daily_note", file=f"memory/{name}", chars=len(text))
         return f"Noted in memory/{name}."
 
-    return memory_read, memory_append, memory_edit, daily_note
+    # in portals: their workspace calls (and Memory.md's lock) wait on the loop (design §2.3)
+    return portal(memory_read), portal(memory_append), portal(memory_edit), portal(daily_note)

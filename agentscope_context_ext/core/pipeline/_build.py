@@ -35,7 +35,7 @@ def build_pipeline(
     call_model: CallModel | None = None,
     compaction_window: int | None = None,
     notify: Notify | None = None,
-    read_file_name: str = "read_file",
+    read_file_name: str | None = "read_file",
 ) -> ContextPipeline:
     """Assemble the pipeline of one managed agent.
 
@@ -50,7 +50,8 @@ def build_pipeline(
         call_model (`CallModel | None`): The compaction model; ``None`` summarises by extraction.
         compaction_window (`int | None`): The compaction model's window (default: the agent's).
         notify (`Callable | None`): Prints a compaction notice.
-        read_file_name (`str`): The name of this package's ``read_file`` tool.
+        read_file_name (`str | None`): The name of this package's ``read_file`` tool
+            (``None``: it is off, and a tool of that name is any other tool).
     """
     faults = SaveFaults()
     window = Window(max_input_tokens, config.compaction.trigger_ratio)
@@ -64,7 +65,7 @@ def build_pipeline(
     )
     tally = TokenTally(counter)
     offer = ToolOffer(bus.stats, port, dialog_store)
-    count = PromptCounter(config, tally, port, bus, offer)
+    count = PromptCounter(config, tally, port, bus, offer, window)
     stage_two = StageTwo(config.truncation, truncator, port, bus)
     writer = SummaryWriter(
         call_model,

@@ -15,6 +15,7 @@ compaction already includes the dialog tools the next call will carry.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
 
 from ..events import ContextStats
@@ -22,6 +23,8 @@ from ..workspace import DialogStore
 from ._port import ContextPort
 
 __all__ = ["DIALOG_TOOL_NAMES", "ToolOffer", "tool_name"]
+
+logger = logging.getLogger("agentscope_context_ext")
 
 DIALOG_TOOL_NAMES = frozenset({"read_dialog", "search_dialog"})
 """The dialog tools: shown to the model once there is a dialog to read."""
@@ -64,6 +67,8 @@ class ToolOffer:
         if last is not None and last[0] == schemas and not self._now_shown():
             return last[1]
         offered = self._filter(schemas)
+        if not (self._checked or self._shown):  # not listed yet (or the store failed): again
+            return offered
         try:
             self._last = (copy.deepcopy(schemas), offered)
         except Exception:  # noqa: BLE001 - schemas that cannot be copied are filtered each time
@@ -79,8 +84,11 @@ class ToolOffer:
         if self.stats.compactions or self.port.summary is not None:
             self._shown = True
         elif not self._checked:
-            self._checked = True  # dialog files from before (or other sessions): listed once
-            self._shown = bool(self.dialog.files()) or bool(self.elsewhere and self.elsewhere())
+            try:  # dialog files from before (or other sessions): listed once
+                self._shown = bool(self.dialog.files()) or bool(self.elsewhere and self.elsewhere())
+                self._checked = True
+            except OSError as exc:  # a store that does not answer: hidden, asked next step
+                logger.warning("cannot list the dialog files (%s); asking again next step", exc)
         if self._shown:
             return schemas
         return [s for s in schemas if tool_name(s) not in DIALOG_TOOL_NAMES]

@@ -113,6 +113,7 @@ class ContextPipeline:
 
     async def before_reasoning(self, sys_prompt: str, tools: list[dict] | None) -> PromptCount:
         """The whole pipeline, as run before a model call."""
+        self.count.call_made()
         await self.run_stage_one()
         await self.cleanup(due_only=True)
         stage_two = self.parts.stage_two
@@ -163,7 +164,7 @@ class ContextPipeline:
         guard = self.parts.guard
         count = await guard.fit(sys_prompt, tools, count, above)
         await self._report_faults()
-        if self.parts.faults.open and count.total > self.parts.window.tokens:
+        if self.parts.faults.open and count.floor > self.parts.window.tokens:
             await self._refuse(sys_prompt, tools)
         await guard.check(sys_prompt, tools, count, above)
         self.counted_tools = tuple(tool_name(tool) for tool in self.offered_tools(tools))
@@ -178,9 +179,8 @@ class ContextPipeline:
         about the prompt can help (the caller raises the provider's error). Raises
         :class:`ContextOverflowError` when even a compacted prompt cannot fit."""
         before = await self.count(sys_prompt, tools)
-        ours = before.total - before.calibration
         window_before = self.parts.window.tokens
-        if not self.count.learn_rejection(rejection, ours, self.parts.window):
+        if not await self.count.learn_rejection(rejection, before.floor, self.parts.window):
             return None
         if self.parts.window.tokens != window_before:
             self.parts.truncator.window_changed()
@@ -204,10 +204,10 @@ class ContextPipeline:
         )
         return count
 
-    def learn_rejection(self, ours: int, rejection: LengthRejection) -> None:
+    async def learn_rejection(self, ours: int, rejection: LengthRejection) -> None:
         """A rejection that came too late to retry (after the answer began): learn from it
         only, so that the next calls fit (``ours``: our count of that prompt, unshifted)."""
-        if self.count.learn_rejection(rejection, ours, self.parts.window):
+        if await self.count.learn_rejection(rejection, ours, self.parts.window):
             self.parts.truncator.window_changed()
 
     def _live_keys(self) -> set[str]:
@@ -232,7 +232,7 @@ class ContextPipeline:
         faults.forget_unless(self._live_keys())  # only what still weighs on this prompt
         count = await self.count(sys_prompt, tools)  # exact: never refuse on a bound
         window = self.parts.window.tokens
-        if not faults.open or count.total <= window:
+        if not faults.open or count.floor <= window:  # (never on a shift: design §5.1)
             return
         fault = faults.open[-1]
         message = (
@@ -251,6 +251,32 @@ class ContextPipeline:
             )
         )
         raise WorkspaceWriteError(message, fault.path, count.total, window)
+
+    async def refuse_unchecked(
+        self, sys_prompt: str, tools: list[dict] | None, failure: OSError
+    ) -> None:
+        """A step failed on the workspace (``failure``: a store that does not answer) where
+        no save-failure path caught it, so the prompt was not fitted: refuse it when it is
+        over the window (:class:`WorkspaceWriteError`, invariant 6); one within it goes out."""
+        count = await self.count(sys_prompt, tools)  # exact, and with no store call
+        window = self.parts.window.tokens
+        if count.total <= window:
+            return
+        reason = " ".join(str(failure).split())[:300] or type(failure).__name__
+        message = (
+            f"the prompt is {count.total:,} tokens, over the {window:,}-token window, and the "
+            f"workspace failed before it could be fitted ({reason}); nothing was sent and every "
+            "message is kept in memory. Call the agent again once the workspace answers."
+        )
+        await self.bus.emit(
+            ContextError(
+                reason="workspace write failed",
+                tokens=count.total,
+                max_input_tokens=window,
+                error=reason,
+            )
+        )
+        raise WorkspaceWriteError(message, "", count.total, window)
 
     async def stage_one_now(self, slot: ResultSlot) -> ResultChange | None:
         """Stage one on one result as it leaves the tool, before it is printed, streamed to
@@ -331,9 +357,9 @@ class ContextPipeline:
         )
         return await self._within_window(sys_prompt, tools, count)
 
-    def record_usage(self, provider_input_tokens: int, ours: int) -> None:
+    async def record_usage(self, provider_input_tokens: int, ours: int) -> None:
         """Compare the provider's count of a like prompt with ours (design §5.1)."""
-        self.count.record_usage(provider_input_tokens, ours)
+        await self.count.record_usage(provider_input_tokens, ours)
 
     def referenced_results(self) -> set[str]:
         """Saved results that live messages or the summary still name (never expired)."""

@@ -57,9 +57,9 @@ class PrefixCost:
         window (`Window`): The window and the compaction trigger.
         keep_recent_ratio (`float`): ``compaction.keep_recent_ratio``, to estimate what the
             first compaction will leave.
-        can_wait (`bool`): Whether waiting past the trigger is safe at all. Not with the
-            bytes/4 estimate as counter, which can be a quarter short (B8: ours with it sent
-            28 prompts over the window when it waited), and not when the pipeline runs once
+        can_wait (`bool`): Whether waiting past the trigger is safe at all. Not with an
+            estimate as counter, never exact (B8: ours with the bytes/4 estimate sent 28
+            prompts over the window when it waited), and not when the pipeline runs once
             per reply (1.x ``pre_reply``: the steps of a reply add to the prompt unchecked):
             there the trigger's margin is what keeps a prompt inside the window.
     """

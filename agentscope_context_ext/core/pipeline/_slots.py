@@ -7,9 +7,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import Media
+
+if TYPE_CHECKING:
+    from ..workspace import ToolResultStore
 
 __all__ = [
     "ResultChange",
@@ -54,6 +57,14 @@ class TruncationRecord:
             for f in dataclasses.fields(self)
             if getattr(self, f.name) != f.default
         }
+
+    def saved_part(self, store: ToolResultStore) -> str | None:
+        """The whole text of an offloaded part of a user's message, read back from its
+        ``message/`` file (saved alone, or with other parts of the message, each at a line of
+        its own: ``start_line``, ``bytes`` long); ``None`` for any other record."""
+        if not (self.path or "").startswith("message/"):
+            return None
+        return store.read_message_part(self.path, self.start_line, self.bytes)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> TruncationRecord:

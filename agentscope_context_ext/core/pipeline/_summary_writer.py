@@ -163,7 +163,12 @@ class SummaryWriter:
         if summary is None:  # nothing to summarise and no previous summary
             return None
         return fit_summary(
-            summary, msgs, budget_tokens=self.section_tokens, count_tokens=self.counter.count_text
+            summary,
+            msgs,
+            budget_tokens=self.section_tokens,
+            count_tokens=self.counter.count_text,
+            previous=previous,  # what the model dropped of its progress is carried
+            language=language,
         )
 
     async def _summarize_chunk(

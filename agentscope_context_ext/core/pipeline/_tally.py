@@ -44,14 +44,21 @@ class PromptCount:
     tools: int
     """The tool JSON schemas."""
     calibration: int = 0
-    """Shift learned from the provider's reported usage (``calibrate_with_usage``)."""
+    """Shift learned from the provider: its reported usage (``calibrate_with_usage``) and its
+    length rejections."""
     estimated: bool = False
     """``messages`` is an upper bound (some new messages not tokenized yet, far from the trigger)."""
 
     @property
     def total(self) -> int:
-        """Everything the model receives."""
-        return self.system + self.head + self.messages + self.tools + self.calibration
+        """Everything the model receives, as the provider is expected to count it."""
+        return self.floor + self.calibration
+
+    @property
+    def floor(self) -> int:
+        """Our exact count, without shifts: what a prompt is refused on (a shift makes the
+        compaction come earlier, never refuses a call; design §5.1)."""
+        return self.system + self.head + self.messages + self.tools
 
 
 class TokenTally:

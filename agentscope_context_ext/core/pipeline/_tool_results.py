@@ -26,7 +26,7 @@ import binascii
 import dataclasses
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config import TruncationConfig
@@ -47,7 +47,7 @@ from ._faults import SaveFaults
 from ._slots import ResultChange, ResultSlot, TextSlot, TruncationOutcome
 from ._window_size import Window
 
-__all__ = ["ResultTruncator", "StreamAllowance"]
+__all__ = ["PART_PLACEHOLDER", "ResultTruncator", "StreamAllowance"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -57,6 +57,10 @@ NOTICE_RESERVE_TOKENS = 160
 """Tokens kept free for the truncation notice when fitting an excerpt under the window cap."""
 NOTICE_TOKENS = 80
 """About what a truncation notice costs, taken off a cut's estimated gain."""
+PART_PLACEHOLDER = "[…]"
+"""What a part of a user's message becomes when it was saved with others and their one notice
+is in an earlier part of the message (a text part is never left empty: providers refuse
+those)."""
 MAX_EARLY_RECORDS = 1024
 """Results cut as they came out of the tool whose message has not reached the memory yet."""
 
@@ -69,7 +73,8 @@ class ResultTruncator:
         store (`ToolResultStore`): Where full texts (and old media) are saved.
         counter (`TokenCounter`): Measures the window share.
         window (`Window`): The window; one result takes at most ``max_window_share`` of it.
-        read_file_name (`str`): Name of this package's ``read_file`` tool.
+        read_file_name (`str | None`): Name of this package's ``read_file`` tool (``None``:
+            it is off).
         faults (`SaveFaults | None`): Where failed saves are recorded (the pipeline's).
     """
 
@@ -79,7 +84,7 @@ class ResultTruncator:
         store: ToolResultStore,
         counter: TokenCounter,
         window: Window,
-        read_file_name: str = "read_file",
+        read_file_name: str | None = "read_file",
         faults: SaveFaults | None = None,
     ) -> None:
         self.config = config
@@ -326,37 +331,53 @@ class ResultTruncator:
         new_outcome.notice_only = True
         return new_change, new_outcome
 
-    def offload_message_text(
-        self, slot: TextSlot, parts: int = 1
-    ) -> tuple[str, TruncationOutcome] | None:
-        """A user's text that takes more than the window share, saved whole and cut to a head
-        excerpt with a notice, like a tool result at stage one (``read_file`` reads it back).
-        ``parts``: the text is one of that many parts of a message that takes more than the
-        share (each part alone may fit): its excerpt gets its part of the share. ``None`` when
-        it fits, was cut before, or cannot be saved (a fault is recorded)."""
-        record, text = slot.record, slot.text
-        if record.path or not text:
+    def offload_message_texts(
+        self, slots: Sequence[TextSlot], tokens: int | None = None
+    ) -> tuple[dict[str, str], TruncationOutcome] | None:
+        """Text parts of one user message saved whole in ONE file (``message/``, kept for good,
+        never expired like outputs) and cut: the first part to a head excerpt of that file with
+        one notice, like a tool result at stage one (``read_file`` reads on), every other part
+        to :data:`PART_PLACEHOLDER` (300 parts once kept 300 notices, 76,772 tokens of them).
+        Each slot's record says where its part is: ``path``, ``start_line``, ``bytes``.
+
+        Args:
+            slots (`Sequence[TextSlot]`): The parts to cut, in message order; those cut before
+                or empty are left alone. A single part is cut only when over the window share.
+            tokens (`int | None`): What the excerpt and its notice may take (default: the
+                share).
+
+        Returns:
+            `tuple[dict[str, str], TruncationOutcome] | None`: The new text of each part by
+            slot key, and the outcome; ``None`` when there is nothing to cut or the file
+            cannot be saved (a fault is recorded and every text stays whole).
+        """
+        slots = [slot for slot in slots if not slot.record.path and slot.text]
+        if not slots:
             return None
-        size = encoded_size(text)
-        limit = min(self.config.first_max_bytes, self._max_result_bytes)
-        if parts > 1:
-            limit = max(256, limit // parts)
-            if size <= limit + RETRUNCATE_SLACK_BYTES:
-                return None
-        elif self._tokens_fit(text, size):
+        texts = [slot.text for slot in slots]
+        if len(slots) == 1 and self._tokens_fit(texts[0], encoded_size(texts[0])):
             return None
-        try:  # a user's own words: kept for good (message/), never expired like outputs
-            path = self.store.save_message(text)
-        except Exception as exc:  # noqa: BLE001 - any failure to save keeps the text whole
+        try:
+            path, starts = self.store.save_message_parts(texts)
+        except Exception as exc:  # noqa: BLE001 - any failure to save keeps the texts whole
             logger.warning("cannot save a user's text (%s); keeping it whole", exc)
-            self.faults.failed("message", slot.key, self.store.directory, exc)
+            self.faults.failed("message", slots[0].key, self.store.directory, exc)
             return None
-        self.faults.saved(slot.key)
-        result = ResultSlot(slot.key, "", text, record=record)
-        record.stage, record.path, record.bytes = 1, path, size
-        cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path, message=True), limit)
-        _, outcome = self._change(result, cut, (), 1, path, size, size)
-        return cut, outcome
+        for slot, start in zip(slots, starts, strict=True):
+            self.faults.saved(slot.key)
+            slot.record.stage, slot.record.path = 1, path
+            slot.record.bytes, slot.record.start_line = encoded_size(slot.text), start
+        whole = "".join(t if t.endswith("\n") else t + "\n" for t in texts[:-1]) + texts[-1]
+        size = encoded_size(whole)
+        cap = self.max_result_tokens if tokens is None else max(tokens, 1)
+        limit = min(self.config.first_max_bytes, self._max_result_bytes, cap * 4)
+        cut = truncate_fresh(whole, max_bytes=limit, file_path=path, message=True)
+        cut = self._fit(cut, limit, cap)
+        result = ResultSlot(slots[0].key, "", whole, record=dataclasses.replace(slots[0].record))
+        changes = {slots[0].key: cut} | {slot.key: PART_PLACEHOLDER for slot in slots[1:]}
+        shown = "".join(changes.values())
+        _, outcome = self._change(result, shown, (), 1, path, size, size)
+        return changes, outcome
 
     def _stage_two_limit(self, slot: ResultSlot) -> int:
         markdown = slot.record.markdown
@@ -423,14 +444,16 @@ class ResultTruncator:
             or self.counter.count_text(text) <= self.max_result_tokens
         )
 
-    def _fit(self, text: str, limit: int) -> str:
-        """Re-cut an excerpt + notice until it is within the token cap.
+    def _fit(self, text: str, limit: int, cap: int | None = None) -> str:
+        """Re-cut an excerpt + notice until it is within the token cap (default: the window
+        share).
 
         Only the excerpt is measured, against the cap minus a fixed reserve for the notice: the
         notice names a file whose token count varies, and the cut must not depend on it (the
         same session must give the same prompts).
         """
-        budget = max(self.max_result_tokens - NOTICE_RESERVE_TOKENS, 1)
+        cap = self.max_result_tokens if cap is None else cap
+        budget = max(cap - NOTICE_RESERVE_TOKENS, 1)
         for _ in range(_MAX_FIT_ROUNDS):
             parts = split_notice(text)
             if parts is None:

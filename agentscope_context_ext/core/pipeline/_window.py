@@ -9,9 +9,10 @@ the prompt is still too big:
 2. tool results down to their notice alone (where the output is, how to read on), oldest
    message first and the largest result of a message first, until the prompt is under the
    compaction trigger;
-3. a user's text that alone takes more than ``max_window_share`` of the window, saved and cut to
-   a head excerpt with a notice like a tool result, until the prompt fits the window (the
-   user's words are kept whole whenever the call can still be made);
+3. a user's message that takes more than ``max_window_share`` of the window: its largest text
+   parts saved together in one file and cut to one head excerpt with one notice, like a tool
+   result (the other parts become a placeholder), until the prompt fits the window (the user's
+   words are kept whole whenever the call can still be made);
 4. then, if it still does not fit, the call is refused before the provider sees it: what is
    left cannot be offloaded (the system prompt, the tool schemas, the summary, the notices).
 
@@ -37,10 +38,10 @@ from ..events import (
 from ._compaction import cut_item
 from ._cut import valid_boundaries
 from ._port import ContextPort
-from ._slots import ResultChange, outcome_data
+from ._slots import ResultChange, TextSlot, outcome_data
 from ._stage_two import StageTwo
 from ._tally import PromptCount
-from ._tool_results import ResultTruncator
+from ._tool_results import PART_PLACEHOLDER, ResultTruncator
 from ._window_size import Window
 
 __all__ = ["WindowGuard"]
@@ -124,7 +125,7 @@ class WindowGuard:
         if count.estimated:
             count = await self.count(sys_prompt, tools)  # never refuse on a bound
         window = self.window.tokens
-        if count.total > window:
+        if count.floor > window:  # never on a shift: the call's answer re-checks it (§5.1)
             await self._refuse(count)
         ids = self.port.message_ids()
         state = (count.total, len(ids))
@@ -149,15 +150,12 @@ class WindowGuard:
             "summary": count.head,
             "messages": count.messages,
         }
-        if count.calibration:
-            parts["calibration"] = count.calibration
         names = {
             "system": "the system prompt",
             "tools": "the tool schemas",
             "summary": "the summary and long-term memory",
             "messages": "the messages (what is left of them cannot be offloaded: the "
             "notices, the assistant's words and tool calls, results of exempt tools)",
-            "calibration": "the provider's count over ours",
         }
         largest = max(parts, key=lambda name: parts[name])
         breakdown = ", ".join(f"{names[name]} {tokens:,}" for name, tokens in parts.items())
@@ -167,7 +165,7 @@ class WindowGuard:
             else "with truncation off"
         )
         message = (
-            f"the prompt is {count.total:,} tokens, over the {window:,}-token window, "
+            f"the prompt is {count.floor:,} tokens, over the {window:,}-token window, "
             f"{offloaded}: {breakdown}. Most of it is {names[largest]}, which cannot be "
             "offloaded; nothing was sent and nothing is lost. Shorten the system prompt, offer "
             "fewer tools, or use a model with a larger window (max_input_tokens)."
@@ -175,13 +173,13 @@ class WindowGuard:
         await self.bus.emit(
             ContextError(
                 reason="context overflow",
-                tokens=count.total,
+                tokens=count.floor,
                 max_input_tokens=window,
                 largest=largest,
                 parts=parts,
             )
         )
-        raise ContextOverflowError(message, count.total, window, parts)
+        raise ContextOverflowError(message, count.floor, window, parts)
 
     async def _results_to_notices(
         self, sys_prompt: str, tools: list[dict] | None, count: PromptCount, target: int
@@ -220,42 +218,56 @@ class WindowGuard:
     async def _offload_user_texts(
         self, sys_prompt: str, tools: list[dict] | None, count: PromptCount, target: int
     ) -> PromptCount:
-        """Each user text over the window share saved and cut to a head excerpt, oldest
-        message first, until the count is at most ``target``."""
+        """The user's messages over the window share cut, oldest message first, until the
+        count is at most ``target``: a message's largest text parts saved together in one file,
+        with one notice (:meth:`_parts_to_offload`)."""
         port, truncator = self.port, self.truncator
-        count_text = truncator.counter.count_text
         for msg_id in port.message_ids():
             slots = port.user_text_slots(msg_id)
             if not slots:
                 continue
-            # A message in many parts can take the room though no part alone is over the
-            # share: its largest parts go first until the message is within it.
-            sizes = {slot.key: count_text(slot.text) for slot in slots}
-            larger = sum(sizes.values()) > truncator.max_result_tokens
-            changes: dict[str, str] = {}
-            outcomes = []
-            for slot in sorted(slots, key=lambda s: -sizes[s.key]):
-                done = truncator.offload_message_text(slot, len(slots) if larger else 1)
-                if done is not None:
-                    changes[slot.key] = done[0]
-                    outcomes.append(done[1])
-                    sizes[slot.key] = count_text(done[0])
-                if larger and sum(sizes.values()) <= truncator.max_result_tokens:
-                    break
-            if not changes:
+            chosen, tokens = self._parts_to_offload(slots)
+            done = truncator.offload_message_texts(chosen, tokens) if chosen else None
+            if done is None:
                 continue
+            changes, outcome = done
             port.apply_texts(msg_id, slots, changes)
-            for outcome in outcomes:
-                await self.bus.emit(
-                    UserMessageOffloaded(
-                        message_id=msg_id,
-                        path=outcome.path,
-                        bytes_before=outcome.bytes_before,
-                        bytes_after=outcome.bytes_after,
-                        tokens_saved=max(0, outcome.tokens_before - outcome.tokens_after),
-                    )
+            await self.bus.emit(
+                UserMessageOffloaded(
+                    message_id=msg_id,
+                    path=outcome.path,
+                    bytes_before=outcome.bytes_before,
+                    bytes_after=outcome.bytes_after,
+                    tokens_saved=max(0, outcome.tokens_before - outcome.tokens_after),
                 )
+            )
             count = await self.count(sys_prompt, tools)
             if count.total <= target:
                 break
         return count
+
+    def _parts_to_offload(self, slots: list[TextSlot]) -> tuple[list[TextSlot], int]:
+        """Which text parts of a message over the window share to save and cut, in message
+        order, and the tokens their excerpt and notice may take.
+
+        The largest parts go first, until what stays of the message takes at most half the
+        share: the other half is for the one excerpt and the placeholders. Each part alone may
+        fit while all do not (30 parts of 8 KB); 300 parts each cut with a notice of its own
+        took 76,772 tokens of notices, where one saved file and one notice fit.
+        """
+        share = self.truncator.max_result_tokens
+        count_text = self.truncator.counter.count_text
+        sizes = {slot.key: count_text(slot.text) for slot in slots}
+        kept = sum(sizes.values())
+        if kept <= share:
+            return [], share
+        chosen: set[str] = set()
+        for slot in sorted(slots, key=lambda s: -sizes[s.key]):
+            if kept <= share // 2:
+                break
+            if slot.record.path or not slot.text:  # cut before: its excerpt stays
+                continue
+            chosen.add(slot.key)
+            kept -= sizes[slot.key]
+        placeholders = (len(chosen) - 1) * count_text(PART_PLACEHOLDER) if chosen else 0
+        return [slot for slot in slots if slot.key in chosen], share - kept - placeholders

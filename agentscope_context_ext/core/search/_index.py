@@ -1,4 +1,4 @@
-"""The history index of one conversation: SQLite FTS5 over its dialog and saved outputs.
+"""The history index of one conversation: its dialog and saved outputs, ranked by BM25.
 
 The JSONL files of ``dialog/`` and the saved texts of ``tool_result/`` and ``message/`` are the
 truth; the index is a cache of them, brought up to date before each search (it reads only what
@@ -11,8 +11,9 @@ file of the same form in this user's private cache folder (each worker keeps its
 same truth, so every worker answers alike). When neither can be written (a read-only
 workspace) the index is built in memory for the search: slower, the same answers.
 
-Documents are contentless (the index holds tokens, not the text): a message's searchable text
-is kept beside it for the snippet, a saved output is read back from its file.
+A SQLite file holds what was indexed (``sources``) and every document's kind, place and text
+(``docs``: the snippets); a ranking engine (``_engines``: Tantivy when the ``search`` extra is
+installed, else SQLite FTS5 in the same file) ranks them.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import json
 import logging
 import os
 import re
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import WorkspaceError
@@ -41,51 +42,32 @@ from ..workspace import (
     SubStorage,
     private_cache_folder,
 )
-from ._text import PART_SEPARATOR, Term, first_match, index_text, snippet
+from ._engines import (
+    ENGINES,
+    RANK_WINDOW,
+    CopyError,
+    Engine,
+    Fts5Engine,
+    TantivyEngine,
+    copy_folder,
+    default_engine,
+    remove_copies,
+)
+from ._looking import OUTPUT_INDEX_BYTES, IndexedHit, looked_up
+from ._text import PART_SEPARATOR, Term
 
-__all__ = ["INDEX_DIRNAME", "HistoryIndex", "IndexedHit", "index_location"]
+__all__ = ["INDEX_DIRNAME", "RANK_WINDOW", "HistoryIndex", "IndexedHit", "index_location"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
 INDEX_DIRNAME = ".search"
 """The index's folder in a local workspace (``.search/index.sqlite``)."""
 _INDEX_NAME = "index.sqlite"
-_SCHEMA = "agentscope-context-ext history index 2"
+_SCHEMA = "agentscope-context-ext history index 3"
+"""With the engine's name: a file made by the other engine is rebuilt (never half-read)."""
 _DIALOG_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.jsonl$")
 _SAVED_RE = re.compile(r"^[0-9a-f]{32}\.txt$")
-OUTPUT_INDEX_BYTES = 2 * 1024 * 1024
-"""Bytes of a saved output the index reads (the head of a 100 MB log; the rest stays readable
-through ``read_file``)."""
 _BATCH = 500
-LONG_LINE_BYTES = 1000
-"""A match further than this into its line gets a ``start_byte`` to read on from."""
-RANK_WINDOW = 10_000
-"""A query whose every term is in more documents than this together ranks the most recently
-indexed this many of them. FTS5 ranks a match in about a microsecond, all of them before the
-first is returned: a word in most of a million saved messages took 0.7 s (B11). Where the newest
-matches start is found by reading them in rowid order, unranked (under a millisecond). A query
-matching fewer is ranked over all of them, and so is the any-term fallback (there a rare term's
-older documents must not be cut off by a common term's newer ones)."""
-
-
-@dataclass(frozen=True)
-class IndexedHit:
-    """One ranked document of one conversation's index."""
-
-    score: float
-    """BM25 as FTS5 gives it: lower is better."""
-    kind: str
-    """``message`` (a saved dialog line) or ``output`` (a saved tool output or user text)."""
-    file: str
-    """Workspace-relative: ``dialog/2026-12-03.jsonl`` or ``tool_result/<hash>.txt``."""
-    line: int
-    """The dialog line; for an output, the line of the output the match is on."""
-    snippet: str
-    role: str = ""
-    timestamp: str = ""
-    start_byte: int = 0
-    """For an output: the byte in its line where reading should start to see the match, when
-    the line is long (``read_file``'s ``start_byte``); else 0."""
 
 
 def index_location(storage: Storage) -> Path:
@@ -190,6 +172,8 @@ class HistoryIndex:
             long catch-up runs (the command line prints it).
         view (`Callable[[dict], Message] | None`): A saved record as the tools show it, so the
             index holds what ``read_dialog`` shows (not 2.x's ``state`` or ``finished_at``).
+        engine (`str | None`): ``tantivy`` or ``fts5`` (default: Tantivy when the ``search``
+            extra is installed, else FTS5).
     """
 
     def __init__(
@@ -198,7 +182,12 @@ class HistoryIndex:
         path: Path | None = None,
         progress: Callable[[int], None] | None = None,
         view: Callable[[dict], Message] | None = None,
+        engine: str | None = None,
     ) -> None:
+        engine = engine or default_engine()
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        self.engine: Engine = TantivyEngine() if engine == "tantivy" else Fts5Engine()
         self.storage = storage
         try:
             where: Path | None = path or index_location(storage)
@@ -220,6 +209,7 @@ class HistoryIndex:
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
+        db = None
         try:
             if self.path is None or self.in_memory:
                 raise OSError("no place for the index file")
@@ -236,16 +226,36 @@ class HistoryIndex:
                 db = _open(self.path)
             if state != "ours":
                 self._create(db)
-        except (OSError, sqlite3.Error) as exc:
+            self._open_engine(db, self.path)
+        except (OSError, ValueError, sqlite3.Error) as exc:
             logger.info("history index at %s unusable (%s): searching in memory", self.path, exc)
+            if db is not None:
+                db.close()
             db = _open(":memory:")
             self._create(db)
+            self._open_engine(db, None)
             self.in_memory = True
         self._db = db
         return db
 
-    @staticmethod
-    def _state(db: sqlite3.Connection) -> str:
+    def _open_engine(self, db: sqlite3.Connection, path: Path | None) -> None:
+        """Start the engine on ``db``; its own files (Tantivy's copy) beside ``path``, those of
+        another generation (a file rebuilt since) removed, a copy it cannot open made anew
+        (it is a cache of ``docs``)."""
+        if path is None:
+            self.engine.open(db, None)
+            return
+        row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        folder = copy_folder(path, row[0] if row else "0")
+        remove_copies(path, keep=folder)
+        try:
+            self.engine.open(db, folder)
+        except ValueError as exc:  # Tantivy's error for a damaged folder
+            logger.warning("history index copy %s unusable (%s): made anew", folder, exc)
+            remove_copies(path)
+            self.engine.open(db, folder)
+
+    def _state(self, db: sqlite3.Connection) -> str:
         """``new`` (no tables), ``ours`` (an index of this schema) or ``foreign`` (another
         program's database, an older schema, a corrupt file: replaced)."""
         try:
@@ -253,32 +263,36 @@ class HistoryIndex:
             if not tables:
                 return "new"
             row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            return "ours" if row is not None and row[0] == _SCHEMA else "foreign"
+            ours = f"{_SCHEMA} {self.engine.name}"
+            return "ours" if row is not None and row[0] == ours else "foreign"
         except sqlite3.Error as exc:
             if _busy(exc):
                 raise  # another process holds it: ours, and not to be dropped
             return "foreign"
 
-    @staticmethod
-    def _create(db: sqlite3.Connection) -> None:
+    def _create(self, db: sqlite3.Connection) -> None:
         # One transaction: a process opening the file meanwhile sees no tables or all of them
         # with their schema row, never a half-made index it would take for a foreign one.
         db.executescript(
             f"""
             BEGIN IMMEDIATE;
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
-            INSERT OR IGNORE INTO meta VALUES ('schema', '{_SCHEMA}');
+            INSERT OR IGNORE INTO meta VALUES ('schema', '{_SCHEMA} {self.engine.name}');
+            INSERT OR IGNORE INTO meta VALUES ('generation', '{secrets.token_hex(8)}');
             CREATE TABLE IF NOT EXISTS sources(
                 name TEXT PRIMARY KEY, lines INTEGER NOT NULL, version TEXT NOT NULL,
                 head TEXT NOT NULL DEFAULT '');
             CREATE TABLE IF NOT EXISTS docs(
                 id INTEGER PRIMARY KEY, kind TEXT NOT NULL, file TEXT NOT NULL,
                 line INTEGER NOT NULL, msg_id TEXT UNIQUE, role TEXT, ts TEXT, body TEXT);
-            CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-                body, content='', tokenize='unicode61 remove_diacritics 2');
-            COMMIT;
             """
         )
+        try:
+            self.engine.create(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def _remove_file(self) -> None:
         if self.path is None:
@@ -286,9 +300,11 @@ class HistoryIndex:
         for suffix in ("", "-journal", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.path}{suffix}")
+        remove_copies(self.path)  # whichever engine made them
 
     def close(self) -> None:
         """Close the index file (reopened by the next search)."""
+        self.engine.close()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -311,11 +327,16 @@ class HistoryIndex:
         for attempt in (1, 2, 3):
             try:
                 return self._refresh()
-            except (_Stale, sqlite3.DatabaseError) as exc:
+            except (_Stale, sqlite3.DatabaseError, CopyError) as exc:
                 if attempt == 3 or _busy(exc):
                     raise  # another process holds the index: not a reason to drop the file
                 self.close()
-                if isinstance(exc, _Stale) or _corrupt(exc):
+                if isinstance(exc, CopyError) and attempt == 1 and not self.in_memory:
+                    # the engine's copy is a cache of ``docs``: made again, the file kept
+                    logger.warning("history index copy of %s: %s; made again", self.path, exc)
+                    if self.path is not None:
+                        remove_copies(self.path)
+                elif isinstance(exc, _Stale) or (not isinstance(exc, CopyError) and _corrupt(exc)):
                     logger.warning("rebuilding the history index %s: %s", self.path, exc)
                     if not self.in_memory:
                         self._remove_file()
@@ -335,7 +356,9 @@ class HistoryIndex:
             for name in storage.names(folder)
             if _SAVED_RE.match(name)
         ]
-        versions = {f"{DIALOG_DIRNAME}/{n}": self._version(f"{DIALOG_DIRNAME}/{n}") for n in dialog}
+        keys = [f"{DIALOG_DIRNAME}/{n}" for n in dialog]
+        # one read for every day file (one round trip on Redis, however many days)
+        versions = dict(zip(keys, map(self._version, storage.log_versions(keys)), strict=True))
         known = dict(db.execute("SELECT name, version FROM sources").fetchall())
         gone = [k for k in known if k.startswith(f"{DIALOG_DIRNAME}/") and k not in versions]
         if gone:  # listed again: a file made (and indexed elsewhere) since the list is not gone
@@ -343,11 +366,16 @@ class HistoryIndex:
             gone = [k for k in gone if k.rpartition("/")[2] not in listed]
         if gone:  # a removed file's messages would stay findable, pointing at nothing
             raise _Stale(f"{gone[0]} was removed")
-        if all(known.get(k) == v for k, v in versions.items()) and all(k in known for k in saved):
+        if (
+            all(known.get(k) == v for k, v in versions.items())
+            and all(k in known for k in saved)
+            and not self.engine.behind(db)
+        ):
             return 0  # the common case: nothing new, no write lock taken
         added = 0
         db.execute("BEGIN IMMEDIATE")  # one writer; the sources are read again under it
         try:
+            self.engine.prepare(db)  # a copy ahead of the file (a crash) forgets its extra ids
             state = {
                 name: (lines, version, head)
                 for name, lines, version, head in db.execute(
@@ -361,6 +389,8 @@ class HistoryIndex:
             for key in saved:
                 if key not in state:
                     added += self._index_output(db, key)
+            # the engine's own copy (Tantivy) commits first: one found ahead is cut back
+            self.engine.sync(db)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:  # SQLite may have rolled back by itself (a full disk)
@@ -368,14 +398,14 @@ class HistoryIndex:
             raise
         return added
 
-    def _version(self, key: str) -> str:
+    def _version(self, found: tuple | None) -> str:
         # A log whose appends are atomic (Redis) is versioned by its length (LLEN, O(1)) and its
         # last line (a list rewritten to the same length differs there); a file by its size and
-        # time (one stat).
+        # time (one stat). ``found``: what ``Storage.log_versions`` read.
         if self.storage.atomic_appends:
-            count = self.storage.line_count(key)
-            return f"n{count}:{_head(self.storage, key, count) if count else ''}"
-        return repr(self.storage.version(key))
+            count, last = found or (0, b"")
+            return f"n{count}:{_digest(last) if count else ''}"
+        return repr(found)
 
     def _index_dialog(self, db: sqlite3.Connection, key: str, done: int, head: str) -> int:
         storage = self.storage
@@ -389,7 +419,7 @@ class HistoryIndex:
             count = storage.line_count(key)
             # Redis: the version is the length just counted and its last line (below; a later
             # append is read next time)
-            version = "" if storage.atomic_appends else self._version(key)
+            version = "" if storage.atomic_appends else repr(storage.version(key))
         # ``head``: fingerprints of the first line and of the last line indexed
         first = _head(storage, key)
         known_first, _, last = head.partition(":")
@@ -430,8 +460,8 @@ class HistoryIndex:
             record = json.loads(raw)
             if not isinstance(record, dict) or "id" not in record:
                 return None
-        except ValueError:
-            return None  # a torn or foreign line: the dialog reader skips it too
+        except (ValueError, RecursionError):
+            return None  # a torn, foreign or hostile line: the dialog reader skips it too
         msg = None
         if self.view is not None:
             with contextlib.suppress(Exception):  # a record its codec cannot read
@@ -461,10 +491,7 @@ class HistoryIndex:
                 row,
             )
             if cursor.rowcount == 1:  # a message replayed by a crashed compaction: once
-                db.execute(
-                    "INSERT INTO fts(rowid, body) VALUES (?, ?)",
-                    (cursor.lastrowid, index_text(row[6])),
-                )
+                self.engine.added(db, cursor.lastrowid, row[6])
                 added += 1
         if added and self.progress is not None:
             self.progress(added)
@@ -481,77 +508,22 @@ class HistoryIndex:
     # ------------------------------------------------------------------ searching
 
     def search(
-        self, terms: list[Term], limit: int, all_terms: bool = True, catch_up: bool = True
+        self,
+        terms: list[Term],
+        limit: int,
+        all_terms: bool = True,
+        catch_up: bool = True,
+        query: str = "",
     ) -> list[IndexedHit]:
-        """The best ``limit`` documents holding every term (``all_terms``) or any of them;
-        when more than :data:`RANK_WINDOW` hold every term, the best of the newest that many.
-        ``catch_up``: index what was saved since first (off: it was, a moment ago, and the index
-        is still open; a closed one, maybe in memory, is caught up anyway)."""
+        """The best ``limit`` documents holding every term (``all_terms``) or any of them, the
+        query as typed and its words in a row first (:func:`looked_up`). ``catch_up``: index
+        what was saved since first (off: it was, a moment ago, and the index is still open; a
+        closed one, maybe in memory, is caught up anyway)."""
         if not terms:
             return []
         if catch_up or self._db is None:
             self.refresh()
-        expression = (" AND " if all_terms else " OR ").join(term.fts() for term in terms)
-        db = self._connect()
-        hits: list[IndexedHit] = []
-        offset = 0
-        window = None
-        try:
-            if all_terms:
-                window = db.execute(
-                    "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                    (expression, RANK_WINDOW - 1),
-                ).fetchone()
-        except sqlite3.OperationalError as exc:  # our quoting makes this unexpected
-            raise ValueError(f"the query cannot be searched: {exc}") from None
-        since = 0 if window is None else window[0]  # 0: every match (rowids start at 1)
-        while len(hits) < limit:
-            ranked = db.execute(
-                "SELECT rowid, rank FROM fts WHERE fts MATCH ? AND rowid >= ? "
-                "ORDER BY rank LIMIT ? OFFSET ?",
-                (expression, since, limit, offset),
-            ).fetchall()
-            offset += len(ranked)
-            for rowid, score in ranked:
-                hit = self._hit(db, rowid, float(score), terms)
-                if hit is not None:
-                    hits.append(hit)
-            if len(ranked) < limit:
-                break  # no more documents match
-        return hits[:limit]
-
-    def _hit(
-        self, db: sqlite3.Connection, rowid: int, score: float, terms: list[Term]
-    ) -> IndexedHit | None:
-        row = db.execute(
-            "SELECT kind, file, line, role, ts, body FROM docs WHERE id = ?", (rowid,)
-        ).fetchone()
-        if row is None:
-            return None
-        kind, file, line, role, ts, body = row
-        if kind == "output":
-            data = self.storage.read(file, OUTPUT_INDEX_BYTES)
-            if data is None:
-                return None  # expired since it was indexed: the next hits take its place
-            body = data.decode("utf-8", errors="replace")
-        body = body or ""
-        position = first_match(body, terms) if kind == "output" else None
-        excerpt, at = snippet(body, terms, at=position)
-        start_byte = 0
-        if position is not None:
-            begins = body.rfind("\n", 0, position) + 1
-            if len(body[begins:position].encode("utf-8")) > LONG_LINE_BYTES:
-                start_byte = len(body[begins : max(begins, position - 80)].encode("utf-8"))
-        return IndexedHit(
-            score=score,
-            kind=kind,
-            file=file,
-            line=line if kind == "message" else at,
-            snippet=excerpt,
-            role=role or "",
-            timestamp=ts or "",
-            start_byte=start_byte,
-        )
+        return looked_up(self.engine, self._connect(), self.storage, terms, limit, all_terms, query)
 
     def size(self) -> int:
         """Bytes of the index file (0 in memory)."""

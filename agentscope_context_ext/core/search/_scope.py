@@ -142,7 +142,9 @@ def search_history(conversations: list[Conversation], query: str, limit: int = 1
             index = conversation.history()
             try:
                 # the every-term pass caught the index up: the any-term pass need not again
-                found: list[IndexedHit] = index.search(terms, limit, all_terms, all_terms)
+                found: list[IndexedHit] = index.search(
+                    terms, limit, all_terms, all_terms, query=str(query)
+                )
             finally:
                 if where:
                     index.close()
@@ -303,7 +305,7 @@ def listed_session(raw: bytes, key: bytes | None = None) -> dict | None:
     """One line of a sessions list, if valid (see :meth:`HistoryScope.sessions`)."""
     try:
         entry = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return None
     fields = ("agent", "user", "session", "folder")
     if not isinstance(entry, dict) or not all(

@@ -22,8 +22,13 @@ from dataclasses import dataclass
 __all__ = [
     "PART_SEPARATOR",
     "Term",
+    "Typed",
     "first_match",
+    "holds_literal",
+    "in_a_row",
     "index_text",
+    "literal_pattern",
+    "locate",
     "parse_query",
     "shown",
     "snippet",
@@ -38,6 +43,7 @@ _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 _PIECE_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 """Control characters (not whitespace): a snippet never carries a terminal escape."""
+_PUNCTUATION_RE = re.compile(r"[^\w\s]|_")
 _QUERY_RE = re.compile(r'"([^"]*)"?|(\S+)')
 
 MAX_TERMS = 32
@@ -80,7 +86,7 @@ class Term:
         letter or digit between them (``my var`` finds ``my_var`` and ``my/var`` too, as the
         index does). ``whole``: not inside a longer word, as the index matches (``error`` is
         not in ``errors``; a prefix may end inside one; CJK is matched inside its runs)."""
-        pieces = _PIECE_RE.findall(self.text.translate(_FOLD))
+        pieces = _PIECE_RE.findall(fold(self.text))
         expression = r"[\W_]+".join(map(re.escape, pieces)) or re.escape(self.text)
         if whole and pieces:
             if not _CJK_RUN_RE.match(pieces[0][0]):
@@ -116,26 +122,101 @@ def shown(query: str, chars: int = 80) -> str:
 
 
 def snippet(
-    text: str, terms: list[Term], width: int = 240, at: int | None = None
+    text: str,
+    terms: list[Term],
+    width: int = 240,
+    at: int | None = None,
+    literal: Typed | None = None,
+    length: int = 0,
 ) -> tuple[str, int]:
-    """A one-line excerpt of ``text`` around its first match of ``terms`` (``at``, when the
-    caller found it already), and the 1-based line of ``text`` the match is on (the first line
-    when no term is found)."""
+    """A one-line excerpt of ``text`` around its best match, and the 1-based line of ``text``
+    the match is on (the first line when no term is found).
+
+    The best match is the query as typed (``literal``, see :func:`literal_pattern`), else the
+    query's words in a row, else its first term (``at`` and ``length``, when the caller found
+    it already); the excerpt is widened to show the whole of it (an identifier is never cut in
+    two).
+    """
     if PART_SEPARATOR in text:
-        return _part_snippet(text, terms, width), 1
+        return _part_snippet(text, terms, width, literal), 1
     if at is None:
-        at = first_match(text, terms)
+        at, length = locate(text, terms, literal)
     start = max(0, at - width // 3)
-    end = min(len(text), start + width)
+    end = min(len(text), max(start + width, at + length + width // 6))
     excerpt = " ".join(_CONTROL_RE.sub("?", text[start:end]).split())
     excerpt = ("…" if start > 0 else "") + excerpt + ("…" if end < len(text) else "")
     return excerpt, text.count("\n", 0, at) + 1
 
 
-def first_match(text: str, terms: list[Term]) -> int:
+@dataclass(frozen=True)
+class Typed:
+    """The query as the agent typed it (see :func:`literal_pattern`)."""
+
+    pattern: re.Pattern[str]
+    """Its words as written, any blanks between them; case ignored; not followed by a letter or
+    digit when it ends with one."""
+    alone: bool
+    """It starts with a letter or digit: it must not follow one (checked by hand: a look-behind
+    at the start of a pattern makes ``re`` try every position of a 2 MB output)."""
+
+    def find(self, folded: str) -> tuple[int, int] | None:
+        """Where it first stands in ``folded`` (text with accents folded), if it does."""
+        for match in self.pattern.finditer(folded):
+            at = match.start()
+            if not self.alone or at == 0 or not _word_character(folded[at - 1]):
+                return at, match.end()
+        return None
+
+
+def _word_character(character: str) -> bool:
+    return character.isalnum() or character == "_"
+
+
+def literal_pattern(query: str, terms: list[Term]) -> Typed | None:
+    """The query as the agent typed it, to prefer where it stands as written: ``None`` without
+    punctuation (its terms, and its words in a row, find the same). Case and accents ignored;
+    not inside a longer word (``probe_key_2`` is not in ``probe_key_24``)."""
+    text = " ".join(query.strip().split())
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1].strip()
+    if len(terms) == 1 and terms[0].prefix:
+        return None
+    if not text or not _PUNCTUATION_RE.search(text):
+        return None  # words only: the words in a row (a phrase of them) is what it asks
+    expression = r"\s+".join(re.escape(word) for word in fold(text).split())
+    if _word_character(text[-1]):
+        expression += r"(?!\w)"
+    return Typed(re.compile(expression, re.IGNORECASE), _word_character(text[0]))
+
+
+def in_a_row(terms: list[Term]) -> Typed:
+    """The words of ``terms`` in a row, anything that is not a letter or digit between them (as
+    a phrase of them matches in the index), not inside a longer word (CJK: inside its runs)."""
+    pieces = [p for term in terms for p in _PIECE_RE.findall(fold(term.text))]
+    expression = r"[\W_]+".join(map(re.escape, pieces)) or re.escape(terms[0].text)
+    if pieces and not _CJK_RUN_RE.match(pieces[-1][-1]):
+        expression += r"(?![^\W_])"
+    alone = bool(pieces) and not _CJK_RUN_RE.match(pieces[0][0])
+    return Typed(re.compile(expression, re.IGNORECASE), alone)
+
+
+def locate(text: str, terms: list[Term], literal: Typed | None = None) -> tuple[int, int]:
+    """Where the best match of a query is in ``text`` and how long it is: the query as typed
+    (``literal``), else all its words in a row (``a b`` finds ``a_b``), else its first term
+    (0, 0 when none is)."""
+    folded = fold(text)
+    if literal is not None and (span := literal.find(folded)):
+        return span[0], span[1] - span[0]
+    together = len(terms) > 1 and not any(t.prefix for t in terms)
+    if together and (span := in_a_row(terms).find(folded)):
+        return span[0], span[1] - span[0]
+    return first_match(text, terms, folded), 0
+
+
+def first_match(text: str, terms: list[Term], folded: str | None = None) -> int:
     """Where the first term is in ``text`` (0 when none is), accents ignored as the index ignores
-    them (``cafe`` is in ``café``; the folding keeps every position)."""
-    folded = text.translate(_FOLD)
+    them (``cafe`` is in ``café``; the folding keeps every position; ``folded``: done already)."""
+    folded = fold(text) if folded is None else folded
     for whole in (True, False):  # a whole word first, as the index matched it
         found = [m.start() for term in terms if (m := term.pattern(whole).search(folded))]
         if found:
@@ -143,13 +224,23 @@ def first_match(text: str, terms: list[Term]) -> int:
     return 0
 
 
-def _part_snippet(text: str, terms: list[Term], width: int) -> str:
-    """The snippet of the part holding the first match, its label kept."""
+def holds_literal(text: str, literal: Typed) -> bool:
+    """Whether ``text`` holds the query as typed (see :func:`literal_pattern`)."""
+    return literal.find(fold(text)) is not None
+
+
+def _part_snippet(text: str, terms: list[Term], width: int, literal: Typed | None) -> str:
+    """The snippet of the part holding the best match, its label kept."""
     parts = text.split(PART_SEPARATOR)
-    part = next(
-        (p for p in parts if any(t.pattern().search(p.translate(_FOLD)) for t in terms)), parts[0]
-    )
-    excerpt, _ = snippet(part, terms, width)
+    part = None
+    if literal is not None:
+        part = next((p for p in parts if holds_literal(p, literal)), None)
+    if part is None:
+        part = next(
+            (p for p in parts if any(t.pattern().search(fold(p)) for t in terms)),
+            parts[0],
+        )
+    excerpt, _ = snippet(part, terms, width, literal=literal)
     label = _LABEL_RE.match(part)
     if label and not excerpt.startswith(label.group()):
         excerpt = label.group() + excerpt
@@ -171,4 +262,17 @@ def _fold_table() -> dict[int, str]:
 
 
 _FOLD = _fold_table()
+
+
+_FOLDABLE_RE = re.compile("[" + "".join(map(chr, sorted(_FOLD))) + "]")
+
+
+def fold(text: str) -> str:
+    """``text`` with accents folded, one character for one; text with nothing to fold as it is
+    (no copy: a saved output of 2 MB is not translated character by character for every hit)."""
+    if text.isascii() or not _FOLDABLE_RE.search(text):
+        return text
+    return text.translate(_FOLD)
+
+
 _LABEL_RE = re.compile(r"^\[[a-z_ ]+\] ")

@@ -4,7 +4,8 @@ Calls are classified by the shape of their arguments, not by tool names: an ``ol
 is an edit, a path with content a write, a path alone a read (or a listing, for tools named like
 ``list``/``ls``/``glob``), a command string a command, a pattern a search. An output whose first
 lines look like an error (``Error:``, ``Traceback``, ``exit code 1``, ...) is a failure, with its
-first error line kept verbatim. Content is read for what it defines and, for an edit, for the
+first error line kept verbatim; any other tool's output is content, a failure only when the
+framework says so or when it is a short report of one (:func:`call_failure`). Content is read for what it defines and, for an edit, for the
 lines it changed.
 """
 
@@ -25,6 +26,7 @@ __all__ = [
     "PATH_KEYS",
     "PATTERN_KEYS",
     "arguments_text",
+    "call_failure",
     "changed_lines",
     "classify",
     "definitions",
@@ -60,6 +62,19 @@ ERROR_LINE_RE = re.compile(
     r"|command not found|no such file or directory|permission denied)"
 )
 _ERROR_SCAN_LINES = 12
+STATUS_LINE_RE = re.compile(
+    r"(?i)^\s*(?:(?:error|exception|failed|failure|fatal|denied)\b\s*[:!\-–]"  # Error: ...
+    r"|\w*(?:error|exception)\s*:"  # ValueError: ... (a tool that answered with its exception)
+    r"|traceback \(most recent call last\)"
+    r"|<tool_use_error>"
+    r"|错误|失败|异常|报错"
+    r"|.*(?:no such file or directory|permission denied|does not exist"
+    r"|(?:file|path|directory|folder) not found|is not a (?:file|directory)))"
+)
+"""How a tool that returns content (a file, a listing, search hits, a page) reports its own
+failure: one of these on its first line."""
+_STATUS_LINES = 5
+"""Such a report is short: an output of more lines is content, whatever its first line says."""
 DEFINITION_RE = re.compile(
     r"^\s*(?:(?:export|pub(?:\([\w:]+\))?|public|private|protected|static|async|default|final|"
     r"abstract|override|inline)\s+)*"
@@ -94,6 +109,32 @@ def classify(call: ToolCall) -> tuple[str, str | None]:
     if path:
         return ("list" if _LISTING_TOOL_RE.search(call.name) else "read"), path
     return "other", None
+
+
+def call_failure(kind: str, text: str, failed: bool | None = None) -> str | None:
+    """Why a tool call failed, or ``None`` when it did not: from the tool's own status, never
+    from words inside what it returned (a successful ``read_file`` of a module whose docstring
+    says "exit code 2" was summarised as "read; failed").
+
+    Args:
+        kind (`str`): The call's kind (:func:`classify`).
+        text (`str`): Its output as the model saw it (the excerpt of a cut one).
+        failed (`bool | None`): The framework's verdict when it records one (2.x's result
+            state ``error``, ``denied``, ``interrupted``); ``None``: the output's shape decides.
+
+    A command's output is its status (its first lines are scanned, :func:`error_line`); any
+    other tool's output is content: only a short one whose first line is a failure report
+    (:data:`STATUS_LINE_RE`: ``Error: ...``, ``ValueError: ...``, ``<tool_use_error>``, ...)
+    is a failure.
+    """
+    if failed:
+        return error_line(text) or clip(text.strip().split("\n", 1)[0], 240) or "failed"
+    if kind == "command":
+        return error_line(text)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines or len(lines) > _STATUS_LINES or not STATUS_LINE_RE.match(lines[0]):
+        return None
+    return clip(lines[0], 240)
 
 
 def error_line(text: str) -> str | None:

@@ -14,7 +14,8 @@ fails. What it keeps, in the order it gives up space:
 Every candidate line has a priority; lines are taken, most important first, while they fit in
 the token budget, then rendered in conversation order. Merging with the previous summary is the
 same selection with the previous items as candidates (the original goal ranking highest), so
-the summary never grows past its budget however many compactions it accumulates.
+the summary never grows past its budget however many compactions it accumulates; the previous
+Progress items it then drops are carried as one condensed line (``_carry``), never silently.
 
 Deterministic, and language-neutral: everything is found by structure (tool arguments,
 backticks, paths) rather than by English words; the few labels it writes follow the summary
@@ -26,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..messages import Message
+from ._carry import carry_progress, carry_reserve
 from ._model import SECTION_TITLES, CompactSummary
 from ._selection import (
     CHANGES_PER_FILE,
@@ -107,20 +109,31 @@ def extractive_summary(
     log = build_worklog(msgs)
     salience = Salience().extend(msgs)
     root = common_root(list(log.files))
-    entries = _entries(log, previous, labels, root, budget_tokens)
-    chosen = select(entries, budget_tokens, int(budget_tokens * TERM_SHARE), count_tokens)
-    add_saved_outputs(chosen, log.saved_outputs, budget_tokens, count_tokens)
-    add_findings(chosen, log, budget_tokens, count_tokens)
-    add_terms(chosen, salience, previous, root, budget_tokens, count_tokens)
-    sections: dict[str, list[str]] = {name: [] for name in SECTION_TITLES}
-    for entry in sorted(chosen, key=lambda e: e.order):
-        sections[entry.section].append(entry.render())
-    return CompactSummary(
-        **sections,
-        source="extractive",
-        dialog_refs=list(previous.dialog_refs) if previous else [],
-        compactions=previous.compactions + 1 if previous else 1,
-    )
+
+    def written(budget: int) -> CompactSummary:
+        entries = _entries(log, previous, labels, root, budget)
+        chosen = select(entries, budget, int(budget * TERM_SHARE), count_tokens)
+        add_saved_outputs(chosen, log.saved_outputs, budget, count_tokens)
+        add_findings(chosen, log, budget, count_tokens)
+        add_terms(chosen, salience, previous, root, budget, count_tokens)
+        sections: dict[str, list[str]] = {name: [] for name in SECTION_TITLES}
+        for entry in sorted(chosen, key=lambda e: e.order):
+            sections[entry.section].append(entry.render())
+        return CompactSummary(
+            **sections,
+            source="extractive",
+            dialog_refs=list(previous.dialog_refs) if previous else [],
+            compactions=previous.compactions + 1 if previous else 1,
+        )
+
+    summary = written(budget_tokens)
+    # Earlier progress this summary lost is carried as one condensed line, in room kept for it.
+    reserve = carry_reserve(summary, previous, budget_tokens, count_tokens)
+    if reserve:
+        summary = carry_progress(
+            written(budget_tokens - reserve), previous, budget_tokens, count_tokens, language
+        )
+    return summary
 
 
 # --------------------------------------------------------------------- entries

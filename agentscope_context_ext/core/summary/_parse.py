@@ -36,6 +36,8 @@ _THINK_RE = re.compile(r"^.*?</think>|<think>.*?(?:</think>|$)", re.DOTALL)
 """Reasoning in the answer text: ``<think>...</think>``, or the rest of it when a server cut the
 opening tag off (or the answer ends inside it)."""
 _BULLET_RE = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)])\s+)+")
+_MESSAGE_HEADER_RE = re.compile(r"^\[(\w+):[^\]\n]*\]$")
+"""The header of a rendered message: ``[role:name timestamp]`` (``_prompt._Renderer``)."""
 _ECHO_LINE_CHARS = 12
 """Shorter lines (a heading, "- none") say nothing about where an answer came from."""
 
@@ -109,11 +111,42 @@ def echoes_input(answer: str, instruction: str, content: str) -> bool:
     if any(line in (MEMO_HEADING, MESSAGES_HEADING) for line in lines):
         return True
     memo, _, messages = content.partition(MESSAGES_HEADING)
-    kept = {_echo_line(line) for line in memo.splitlines()}
+    # What the answer is asked to repeat is no sign of an echo: the previous memo's lines, the
+    # six headings of the format, and the user's words (the goal quotes them). A short first
+    # summary, one bullet per section, was four headings and a quoted request out of nine lines.
+    kept = {_echo_line(line) for line in memo.splitlines()} | _user_lines(messages)
     given = {_echo_line(line) for line in (instruction + "\n" + messages).splitlines()} - kept
-    substantial = [line for line in lines if len(line) >= _ECHO_LINE_CHARS and line not in kept]
+    substantial = [
+        line
+        for line in lines
+        if len(line) >= _ECHO_LINE_CHARS and line not in kept and not _section_heading(line)
+    ]
     copied = sum(line in given for line in substantial)
     return copied >= 3 and 2 * copied >= len(substantial)
+
+
+def _section_heading(line: str) -> bool:
+    """Whether ``line`` heads one of the six sections (in any style :func:`parse_summary`
+    reads)."""
+    heading = _HEADING_RE.match(line)
+    return heading is not None and (
+        _ALIASES.get(heading.group(1).strip().lower().replace("_", " ")) is not None
+    )
+
+
+def _user_lines(messages: str) -> set[str]:
+    """The lines of the user's messages in the rendered input (those under a ``[user:...]``
+    header, up to the next message's header)."""
+    found: set[str] = set()
+    user = False
+    for line in messages.splitlines():
+        header = _MESSAGE_HEADER_RE.match(line)
+        if header:
+            user = header.group(1) == "user"
+        elif user:
+            found.add(_echo_line(line))
+    found.discard("")
+    return found
 
 
 def _echo_line(line: str) -> str:

@@ -62,8 +62,9 @@ module names, commands, error messages, ids, URLs, numbers, and every offloaded-
 (tool_result/...).
 
 Write each identifier exactly as it appears in the messages, in backticks. Merge the previous \
-memo (if any) with the new messages and drop only what is obsolete. Stay under {max_tokens} \
-tokens. Lines starting with [system reminder] were inserted by the agent's framework: they are \
+memo (if any) with the new messages and drop only what is obsolete; keep every Progress item of \
+the previous memo (when space is short, shorten the oldest ones into one line, never drop \
+them). Stay under {max_tokens} tokens. Lines starting with [system reminder] were inserted by the agent's framework: they are \
 neither requests of the user nor plans of the agent; keep only facts from them that the agent \
 needs again.
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..messages import Message
+from ._carry import carry_progress, carry_reserve
 from ._model import SECTION_TITLES, CompactSummary
 from ._terms import Salience, TextIndex
 from ._text import BACKTICKED_RE, DECISION_RE, clip, estimate_tokens, relative, sentences
@@ -245,14 +246,32 @@ def fit_summary(
     *,
     budget_tokens: int = 2048,
     count_tokens: Callable[[str], int] = estimate_tokens,
+    previous: CompactSummary | None = None,
+    language: str = "English",
 ) -> CompactSummary:
     """A model-written summary made to fit ``budget_tokens`` and completed from ``msgs``.
 
     Items are kept by section (goal first, then next steps, constraints, decisions, progress
     with its newest items first); every offloaded-output path of ``msgs`` is present (design §12.7:
     it is what makes an output recoverable); what is left of the budget holds the salient
-    identifiers of ``msgs`` the model did not write.
+    identifiers of ``msgs`` the model did not write. The Progress items of ``previous`` that
+    neither the model nor the fitting kept are carried as one condensed line (``_carry``), in
+    room kept for it.
     """
+    fitted = _fit(summary, msgs, budget_tokens, count_tokens)
+    reserve = carry_reserve(fitted, previous, budget_tokens, count_tokens)
+    if not reserve:
+        return fitted
+    fitted = _fit(summary, msgs, budget_tokens - reserve, count_tokens)
+    return carry_progress(fitted, previous, budget_tokens, count_tokens, language)
+
+
+def _fit(
+    summary: CompactSummary,
+    msgs: Sequence[Message],
+    budget_tokens: int,
+    count_tokens: Callable[[str], int],
+) -> CompactSummary:
     log = build_worklog(msgs)
     entries = []
     for name, base in _SECTION_PRIORITY.items():

@@ -58,6 +58,8 @@ LABELS = {
         "defines": "defines",
         "plan": "Plan",
         "also_read": "Also read",
+        "earlier": "Earlier",
+        "more": "more, in the Raw Dialog",
     },
     "zh": {
         "created": "新建",
@@ -75,6 +77,8 @@ LABELS = {
         "defines": "定义",
         "plan": "计划",
         "also_read": "另读取",
+        "earlier": "更早",
+        "more": "项，见原始对话",
     },
 }
 

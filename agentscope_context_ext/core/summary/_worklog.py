@@ -18,11 +18,11 @@ from ._calls import (
     COMMAND_KEYS,
     CONTENT_KEYS,
     arguments_text,
+    call_failure,
     changed_lines,
     classify,
     definitions,
     edit_pair,
-    error_line,
     first_string,
     gist,
     one_line,
@@ -190,13 +190,15 @@ def _record_result(log: WorkLog, index: int, call: ToolCall, result: ToolResult)
         if saved not in log.saved_outputs:
             log.saved_outputs.append(saved)
     whole = result.full_text if result.full_text is not None else excerpt
-    failure = error_line(excerpt)
+    kind, path = classify(call)
+    # From the tool's status (the framework's, or the shape of a failure report), never from
+    # words inside the content it returned (a docstring that mentions "exit code 2").
+    failure = call_failure(kind, excerpt, result.failed)
     ok = failure is None
     if ok:
         log.last_error = None
     else:
         log.last_error = (index, failure)
-    kind, path = classify(call)
     if kind in ("edit", "write", "read", "list", "search") and path:
         work = _file(log, path, index)
         if not ok:

@@ -24,6 +24,7 @@ from ._counter import (
     render_formatted_message,
     view_to_formatted,
 )
+from ._usage import UsageSample, UsageVerdict, implausible_usage, judge_usage
 from ._windows import DEFAULT_MAX_INPUT_TOKENS, known_max_input_tokens
 
 logger = logging.getLogger("agentscope_context_ext")
@@ -33,9 +34,13 @@ __all__ = [
     "DEFAULT_MAX_INPUT_TOKENS",
     "DEFAULT_MEDIA_TOKEN_COST",
     "TokenCounter",
+    "UsageSample",
+    "UsageVerdict",
     "backend_for_model",
     "content_fingerprint",
     "get_token_counter",
+    "implausible_usage",
+    "judge_usage",
     "known_max_input_tokens",
     "render_formatted_message",
     "view_to_formatted",

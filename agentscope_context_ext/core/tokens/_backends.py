@@ -5,7 +5,8 @@
 - ``o200k_base`` / ``cl100k_base``: tiktoken encodings, used only when tiktoken already has the
   encoding file in its local cache (tiktoken downloads missing files; this package never lets
   it).
-- ``estimate``: UTF-8 bytes / 4, on request only (it is off by 30-300% on Chinese and code).
+- ``estimate``: no vocabulary, on request only: each kind of text counted at what real
+  vocabularies spend on it at worst (``_estimate.py``), so a count errs on the safe side.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable
+
+from ._estimate import estimate_tokens
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -88,5 +91,5 @@ def make_encoder(backend: str) -> Callable[[str], int]:
         # Special-token strings inside tool output are ordinary text to the model.
         return lambda text: len(encoding.encode(text, disallowed_special=()))
     if backend == "estimate":
-        return lambda text: (len(text.encode("utf-8", errors="replace")) + 3) // 4
+        return estimate_tokens
     raise ValueError(f"unknown tokenizer backend {backend!r}; choose one of {BACKENDS}")

@@ -81,7 +81,7 @@ class TokenCounter:
 
     @property
     def exact(self) -> bool:
-        """Whether counts come from a real vocabulary (not the bytes/4 estimate)."""
+        """Whether counts come from a real vocabulary (not ``estimate``)."""
         return self.backend != "estimate"
 
     # ----------------------------------------------------------------- text

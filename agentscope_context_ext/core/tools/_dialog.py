@@ -15,7 +15,7 @@ from typing import Any
 from ..messages import Message
 from ..rendering import render_message
 from ..search import SCOPES, Conversation, HistoryScope, SearchHit, search_history, shown
-from ..workspace import DialogStore
+from ..workspace import DialogStore, portal
 from ._read_file import SESSION_ARG
 from ._reader import whole_number
 
@@ -164,9 +164,10 @@ def make_dialog_tools(
     search_dialog_in_scope.__doc__ = (search_dialog.__doc__ or "").rstrip() + SCOPE_ARG
     search_dialog_in_scope.__name__ = search_dialog_in_scope.__qualname__ = "search_dialog"
 
+    # in portals: their workspace calls wait on the loop (design §2.3)
     if history is None:
-        return read_dialog, search_dialog
-    return read_dialog_of_session, search_dialog_in_scope
+        return portal(read_dialog), portal(search_dialog)
+    return portal(read_dialog_of_session), portal(search_dialog_in_scope)
 
 
 SCOPE_ARG = """

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import TruncationConfig
-from ..workspace import TOOL_RESULT_DIRNAME, LocalStorage, Storage
+from ..workspace import TOOL_RESULT_DIRNAME, LocalStorage, ReadBoundary, Storage, portal
 from ._reader import FileReader, ReadFileError, resolve_allowed_roots
 
 __all__ = ["make_read_file"]
@@ -24,6 +24,7 @@ def make_read_file(
     max_bytes_cap: int | None = None,
     held: Callable[[str], bytes | None] | None = None,
     sessions: Callable[[str], Storage | None] | None = None,
+    boundary: ReadBoundary | None = None,
 ) -> Callable[..., Coroutine[Any, Any, str]]:
     """The ``read_file`` tool: reads inside the workspace and ``allowed_roots``.
 
@@ -38,6 +39,8 @@ def make_read_file(
             (a write failed) are read from there.
         sessions (`Callable | None`): ``HistoryScope.storage_of``: the folder of another of the
             user's sessions, whose saved outputs ``read_file(..., session=...)`` reads.
+        boundary (`ReadBoundary | None`): A served session's: the folders inside the roots it
+            may not read (every other user's and session's), refused in one line.
 
     Returns:
         An async function named ``read_file`` returning the text (or a one-line ``Error: ...``).
@@ -47,7 +50,9 @@ def make_read_file(
     if isinstance(workspace, Storage):
         # Saved results come from the server; files from the allowed roots.
         roots = resolve_allowed_roots(os.getcwd(), allowed_roots)[1:] or [Path.cwd()]
-        reader = FileReader(roots, truncation, max_bytes_cap, storage=workspace, held=held)
+        reader = FileReader(
+            roots, truncation, max_bytes_cap, storage=workspace, held=held, boundary=boundary
+        )
     else:
         reader = FileReader(
             resolve_allowed_roots(workspace, allowed_roots),
@@ -55,6 +60,7 @@ def make_read_file(
             max_bytes_cap,
             text_dirs=[Path(workspace).absolute() / TOOL_RESULT_DIRNAME],
             held=held,
+            boundary=boundary,
         )
 
     def reader_of(session: str) -> FileReader:
@@ -98,7 +104,7 @@ def make_read_file(
         return read(file_path, start_line, end_line, start_byte)
 
     if sessions is None:
-        return read_file
+        return portal(read_file)  # its workspace calls wait on the loop (design §2.3)
 
     async def read_file_of_session(
         file_path: str,
@@ -112,7 +118,7 @@ def make_read_file(
 
     read_file_of_session.__doc__ = (read_file.__doc__ or "").rstrip() + SESSION_ARG
     read_file_of_session.__name__ = read_file_of_session.__qualname__ = "read_file"
-    return read_file_of_session
+    return portal(read_file_of_session)
 
 
 SESSION_ARG = """

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..config import TruncationConfig
 from ..truncation import TruncationNotice, attach_notice, truncate_fresh
-from ..workspace import is_within
+from ..workspace import BOUNDARY_REFUSAL, ReadBoundary, is_within
 
 __all__ = ["FileReader", "ReadFileError", "resolve_allowed_roots", "whole_number"]
 
@@ -60,6 +60,11 @@ class FileReader:
         max_bytes_cap (`int | None`): An upper bound on any excerpt (the window share).
         text_dirs (`Sequence[Path]`): Folders whose files are text whatever bytes they hold
             (saved tool results may legitimately contain NUL bytes).
+        storage (`Storage | None`): A workspace that is not a folder (Redis), whose saved
+            results and messages are read from it.
+        held (`Callable | None`): ``ToolResultStore.held``.
+        boundary (`ReadBoundary | None`): A served session's: what inside the roots it may not
+            read (the service's other users' and sessions' folders).
     """
 
     def __init__(
@@ -70,6 +75,7 @@ class FileReader:
         text_dirs: Sequence[Path] = (),
         storage: Any = None,
         held: Callable[[str], bytes | None] | None = None,
+        boundary: ReadBoundary | None = None,
     ) -> None:
         if not roots:
             raise ValueError("read_file needs at least one allowed root")
@@ -79,6 +85,7 @@ class FileReader:
         self.held = held
         """``ToolResultStore.held``: a result that could not be saved yet, read from memory."""
         self.roots = list(roots)
+        self.boundary = boundary
         self.text_dirs = list(text_dirs)
         self.truncation = truncation or TruncationConfig()
         self.max_bytes_cap = max_bytes_cap
@@ -99,12 +106,19 @@ class FileReader:
             candidate = raw
         else:
             candidates = [root / raw for root in self.roots]
-            candidate = next((c for c in candidates if os.path.lexists(c)), candidates[0])
+            # a file there only where this session may not look is as good as absent: which
+            # answer it gets must not tell whether another session has it
+            seen = self.boundary.allows if self.boundary is not None else lambda _: True
+            found = (c for c in candidates if os.path.lexists(c) and seen(c))
+            candidate = next(found, candidates[0])
         if not any(is_within(candidate, root) for root in self.roots):
             roots = ", ".join(str(root) for root in self.roots)
             raise ReadFileError(
                 f"{file_path} is outside the directories read_file may read ({roots})",
             )
+        # before looking whether it exists: a refusal must not tell what is there
+        if self.boundary is not None and not self.boundary.allows(candidate):
+            raise ReadFileError(f"{file_path} {BOUNDARY_REFUSAL}")
         if not os.path.exists(candidate):
             if _SAVED_RESULT_RE.search(file_path.replace("\\", "/")):
                 raise _expired(file_path)
@@ -113,7 +127,8 @@ class FileReader:
             raise ReadFileError(f"{file_path} is a directory, not a file")
         if not os.path.isfile(candidate):
             raise ReadFileError(f"{file_path} is not a regular file")
-        return candidate
+        # the file checked, not whatever a link swapped in meanwhile points to
+        return Path(os.path.realpath(candidate))
 
     def _stored(self, file_path: str) -> io.BytesIO | None:
         """A saved tool result or user text of a workspace that is not a folder (Redis), read
@@ -128,16 +143,22 @@ class FileReader:
         if self.storage is None:
             return None
         if _SAVED_MESSAGE_RE.fullmatch(key):
-            data = self.storage.read(key)
+            data = self._read_stored(key, file_path)
             if data is None:
                 raise ReadFileError(f"file not found: {file_path}")
             return io.BytesIO(data)
         if not _SAVED_RESULT_RE.fullmatch(key) or not key.startswith("tool_result/"):
             return None
-        data = self.storage.read(key)
+        data = self._read_stored(key, file_path)
         if data is None:
             raise _expired(file_path)
         return io.BytesIO(data)
+
+    def _read_stored(self, key: str, file_path: str) -> bytes | None:
+        try:
+            return self.storage.read(key)
+        except ValueError as exc:  # a key the store refuses (a link in its folder)
+            raise ReadFileError(f"{file_path}: {exc}") from None
 
     def read(
         self,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._json import load_json
 from ._records import Record
 
 __all__ = ["ClaudeCompaction", "claude_code_compactions", "claude_code_records"]
@@ -42,8 +43,10 @@ def claude_code_compactions(path: str | Path) -> list[ClaudeCompaction]:
             if '"compact_boundary"' not in line and '"isCompactSummary"' not in line:
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = load_json(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict):
                 continue
             if record.get("subtype") == "compact_boundary":
                 metadata = record.get("compactMetadata") or {}
@@ -94,9 +97,11 @@ def _load(
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = load_json(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"line {line_no} is not JSON: {exc.msg}") from None
+            except ValueError as exc:
+                raise ValueError(f"line {line_no}: {exc}") from None
             if not isinstance(record, dict) or (
                 record.get("isSidechain") and not include_sidechains
             ):

@@ -18,9 +18,12 @@ from typing import Any
 
 from ._claude_code import claude_code_records
 from ._errors import TranscriptError
+from ._json import load_json
 from ._records import Record, record_from_dict
 
 FORMATS = ("agentscope", "openai", "claude-code", "swe-agent")
+_LITERAL_CHARS = 1_000_000
+"""Longest Python-literal tool-call list read (``ast`` parses it whole, recursively)."""
 
 
 @dataclass
@@ -92,8 +95,8 @@ def detect_format(path: Path) -> str:
     if head.startswith("{"):
         first_line = head.split("\n", 1)[0]
         try:
-            record = json.loads(first_line)
-        except json.JSONDecodeError:
+            record = load_json(first_line)
+        except ValueError:
             record = None
         if isinstance(record, dict):
             if "sessionId" in record or record.get("type") in (
@@ -110,8 +113,8 @@ def detect_format(path: Path) -> str:
             if "history" in record or "messages" in record:
                 return "swe-agent" if "history" in record else "openai"
         try:
-            whole = json.loads(head if len(head) < 65536 else path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
+            whole = load_json(head if len(head) < 65536 else path.read_text(encoding="utf-8"))
+        except ValueError:
             whole = None
         if isinstance(whole, dict) and "history" in whole:
             return "swe-agent"
@@ -133,7 +136,7 @@ def _load_agentscope(path: Path) -> list[Record]:
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = load_json(line)
                 if not isinstance(data, dict):
                     raise ValueError("not an object")
                 msgs.append(record_from_dict(data))
@@ -146,11 +149,13 @@ def _load_agentscope(path: Path) -> list[Record]:
 
 def _read_json(path: Path, fmt: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return load_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise TranscriptError(
             f"{path}: not a {fmt} transcript (not JSON: {exc.msg} at line {exc.lineno})"
         ) from None
+    except ValueError as exc:
+        raise TranscriptError(f"{path}: not a {fmt} transcript ({exc})") from None
 
 
 def _load_openai(name: str, data: Any) -> list[Transcript]:
@@ -240,21 +245,24 @@ def _arguments(raw: Any) -> dict:
     if isinstance(raw, dict):
         return raw
     try:
-        parsed = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
-    except json.JSONDecodeError:
+        parsed = load_json(raw) if isinstance(raw, str) and raw.strip() else {}
+    except ValueError:
         return {"raw_arguments": raw}
     return parsed if isinstance(parsed, dict) else {"value": parsed}
 
 
 def _parse_calls(text: str) -> list[dict]:
     try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
+        parsed = load_json(text)
+    except ValueError:
         import ast
 
+        # Python's repr of a list of dicts (some logs write that); its parser recurses too
+        if len(text) > _LITERAL_CHARS:
+            return []
         try:
             parsed = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
             return []
     return [c for c in parsed if isinstance(c, dict)] if isinstance(parsed, list) else []
 

@@ -8,8 +8,9 @@ timestamp when the format has them. Each adapter makes its own version's message
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+
+from ._json import load_json
 
 __all__ = ["Record", "record_from_dict"]
 
@@ -62,8 +63,8 @@ def _block(block: dict) -> dict:
     if kind == "tool_call":  # 2.x: the input is a JSON string
         raw = block.get("input")
         try:
-            arguments = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
-        except json.JSONDecodeError:
+            arguments = load_json(raw) if isinstance(raw, str) and raw.strip() else {}
+        except ValueError:
             arguments = {"raw_arguments": raw}
         return {
             "type": "tool_use",

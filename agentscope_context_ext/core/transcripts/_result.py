@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -87,15 +88,27 @@ class ReplayResult:
         }
 
 
+OWN_TOOLS = {"read_file": "read_file", "read_dialog": "dialog", "search_dialog": "dialog"}
+"""This package's tools that a replay may give its agent, with the ``tools.*`` key that turns each
+off (the memory tools are off with long-term memory)."""
+
+
 def replay_config(
     config: ContextConfig,
     workspace: Path | str,
     max_input_tokens: int | None,
     notices: bool = False,
+    recorded_tools: Iterable[str] = (),
 ) -> ContextConfig:
     """The user's config adjusted for replay: its own workspace, extractive summaries, no
-    long-term memory (it would need a model), notices only when shown (Studio)."""
+    long-term memory (it would need a model), notices only when shown (Studio). A tool the
+    recording used under the name of one of ours (``read_file`` in this package's own
+    ``dialog/`` files) is the recording's: ours is off, since what is replayed is the recorded
+    output (and 2.x refuses two tools of one name)."""
     data = config.model_dump()
+    for name in recorded_tools:
+        if name in OWN_TOOLS:
+            data["tools"][OWN_TOOLS[name]] = False
     data["workspace"] = str(workspace)
     data["notices"] = notices
     if max_input_tokens is not None:

@@ -232,7 +232,8 @@ class DialogStore(Generic[M]):
             if not isinstance(data, dict) or "id" not in data:
                 raise ValueError("not a message record")
             return DialogRecord(file, line_no, self.codec.decode(data), data)
-        except (ValueError, KeyError, TypeError, AssertionError) as exc:
+        # RecursionError: JSON nested deeper than the parser recurses ('[' * 100000)
+        except (ValueError, KeyError, TypeError, AssertionError, RecursionError) as exc:
             logger.warning("skipping corrupt line %d of %s: %s", line_no, file, exc or "invalid")
             return None
 

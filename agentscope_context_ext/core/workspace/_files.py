@@ -145,6 +145,12 @@ def is_within(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> boo
     return real_path == real_root or real_path.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+def cache_folder_path() -> Path:
+    """Where :func:`private_cache_folder` is (not made, not checked)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"agentscope-context-ext-{uid}"
+
+
 def private_cache_folder() -> Path:
     """This user's own folder in the temporary directory, private (0700): where a served
     agent's local copies of a sandbox's files and the history index of a Redis workspace go.
@@ -154,7 +160,7 @@ def private_cache_folder() -> Path:
             owner, open to others): someone else could read or plant the copies.
     """
     uid = os.getuid() if hasattr(os, "getuid") else None  # Windows: no owner to compare
-    path = Path(tempfile.gettempdir()) / f"agentscope-context-ext-{uid if uid is not None else 0}"
+    path = cache_folder_path()
     try:
         path.mkdir(mode=0o700, exist_ok=True)
         info = os.lstat(path)

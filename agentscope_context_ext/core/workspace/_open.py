@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._boundary import ReadBoundary
 from ._dialog_store import DIALOG_DIRNAME
 from ._files import check_writable
 from ._storage import (
@@ -21,7 +22,7 @@ __all__ = ["Placement", "open_workspace"]
 
 
 def open_workspace(
-    workspace: str, extra_folders: tuple[str, ...] = ()
+    workspace: str, extra_folders: tuple[str, ...] = (), timeout: float | None = None
 ) -> tuple[Path | str, Storage]:
     """The workspace (its folder, or the Redis URL with the password hidden) and its storage,
     after a write has been taken: a clear :class:`WorkspaceError` now (a folder that is not
@@ -32,10 +33,12 @@ def open_workspace(
         workspace (`str`): A folder or a ``redis://`` URL (``ContextConfig.workspace``).
         extra_folders (`tuple[str, ...]`): Folders to probe besides ``dialog/`` and
             ``tool_result/`` (``notes/`` with long-term memory on).
+        timeout (`float | None`): The deadline of one call to a server
+            (``ContextConfig.workspace_timeout``; ``None``: the default).
     """
     refuse_other_schemes(workspace)  # before a folder named after it is created
     if is_storage_url(workspace):
-        storage = open_storage(workspace)
+        storage = open_storage(workspace, timeout)
         check_storage_writable(storage)
         return storage.location, storage
     folder = check_writable(Path(workspace), (DIALOG_DIRNAME, TOOL_RESULT_DIRNAME, *extra_folders))
@@ -58,6 +61,9 @@ class Placement:
             pushes after each step that writes.
         history (`HistoryScope | None`): The session among the others of its place (the
             scopes of ``search_dialog``); ``None``: an agent that is not served.
+        boundary (`ReadBoundary | None`): What the session's file tools may not see (the
+            service's other users' and sessions' folders); ``None``: an agent that is not
+            served.
     """
 
     workspace: Path | str
@@ -65,3 +71,4 @@ class Placement:
     long_term: Path | Storage | None = None
     mirrors: tuple[Any, ...] = ()
     history: Any = None
+    boundary: ReadBoundary | None = None

@@ -58,6 +58,9 @@ class SubStorage:
     def version(self, key: str) -> tuple | None:
         return self.base.version(self._key(key))
 
+    def log_versions(self, keys: list[str]) -> list[tuple | None]:
+        return self.base.log_versions([self._key(key) for key in keys])
+
     def names(self, prefix: str) -> list[str]:
         inner = prefix.strip("/")
         return self.base.names(f"{self.folder}/{inner}" if inner else self.folder)

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from ..truncation import encode_text
 from ._storage import Storage, open_storage
@@ -63,6 +64,19 @@ _SAVED_PATH_RE = re.compile(
 )
 
 
+MAX_TTL_DAYS = 36500
+"""The longest TTL (100 years): a Redis server refuses expiries past about 10**14 days, and a
+result saved with one would never be saved at all."""
+
+
+def _check_ttl(ttl_days: float) -> None:
+    # nan compares false with every age: a cleanup would delete every file not kept
+    if not (math.isfinite(ttl_days) and 0 < ttl_days <= MAX_TTL_DAYS):
+        raise ValueError(
+            f"ttl_days must be a number of days from 0 to {MAX_TTL_DAYS}, got {ttl_days}"
+        )
+
+
 def saved_paths(text: str) -> set[str]:
     """The saved-result paths (``tool_result/<hash>.<ext>``) that ``text`` names."""
     return set(_SAVED_PATH_RE.findall(text)) if TOOL_RESULT_DIRNAME in text else set()
@@ -84,8 +98,7 @@ class ToolResultStore:
         ttl_days: float = 7,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if ttl_days <= 0:
-            raise ValueError(f"ttl_days must be positive, got {ttl_days}")
+        _check_ttl(ttl_days)
         self.storage = open_storage(workspace)
         self.directory = f"{self.storage.location}/{TOOL_RESULT_DIRNAME}"
         """Where the results go, for messages."""
@@ -156,6 +169,51 @@ class ToolResultStore:
             self.storage.write(key, data)
         return key
 
+    def save_message_parts(self, texts: Sequence[str]) -> tuple[str, list[int]]:
+        """Several text parts of one user message in ONE file (``message/<32 hex>.txt``, kept
+        for good like :meth:`save_message`): the parts in order, each starting on a line of its
+        own (a newline follows each part but the last that does not end with one), so one part
+        alone is exactly :meth:`save_message` of it.
+
+        Returns:
+            `tuple[str, list[int]]`: The relative path, and the line each part starts on (what
+            :meth:`read_message_part` takes, with the part's size in bytes).
+
+        Raises:
+            `OSError`: The file could not be written; the caller keeps the texts.
+        """
+        pieces: list[str] = []
+        starts: list[int] = []
+        line = 1
+        for index, text in enumerate(texts):
+            starts.append(line)
+            last = index == len(texts) - 1
+            piece = text if last or text.endswith("\n") else text + "\n"
+            pieces.append(piece)
+            line += piece.count("\n")
+        return self.save_message("".join(pieces)), starts
+
+    def read_message_part(self, relative_path: str, start_line: int, size: int) -> str | None:
+        """The part of a saved user message that starts at ``start_line`` and takes ``size``
+        bytes (:meth:`save_message_parts`), byte for byte; ``None`` when the file is missing,
+        unreadable or shorter."""
+        if not self.is_own_path(relative_path) or start_line < 1 or size < 0:
+            return None
+        try:
+            data = self.storage.read(relative_path.replace("\\", "/"))
+        except OSError:
+            return None
+        if data is None:
+            return None
+        offset = 0
+        for _ in range(start_line - 1):
+            offset = data.find(b"\n", offset) + 1
+            if offset == 0:
+                return None
+        part = data[offset : offset + size]
+        # surrogateescape: bytes that were not UTF-8 come back as the text held them
+        return part.decode("utf-8", errors="surrogateescape") if len(part) == size else None
+
     def _save(self, data: bytes, name: str) -> str:
         key = f"{TOOL_RESULT_DIRNAME}/{name}"
         ttl = self.ttl_days * 86400.0  # used by backends that expire keys themselves (Redis)
@@ -208,8 +266,7 @@ class ToolResultStore:
             `list[str]`: Workspace-relative paths of the deleted files.
         """
         ttl = self.ttl_days if ttl_days is None else ttl_days
-        if ttl <= 0:
-            raise ValueError(f"ttl_days must be positive, got {ttl}")
+        _check_ttl(ttl)
         now = self._clock()
         self._last_cleanup = now
         try:

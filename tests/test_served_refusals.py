@@ -1,0 +1,128 @@
+"""A refusal of ours in a served turn is said on the reply's stream (design §11.3): a
+``context_ext.error`` event with the one-line message, and the reply's end (stored with the
+reply) saying it, not AgentScope's "The reply failed with an unknown error."; an expected
+failure (ours, or the model's server down) is one line on serve's terminal, no traceback.
+
+A real ``create_app`` served by uvicorn on loopback (``served_app.ServedApp``), or
+``agentscope-context serve`` as a subprocess; the model a loopback OpenAI-protocol server."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from llm_servers import ModelServer, Reply
+from served_app import (
+    ServedApp,
+    ServeProcess,
+    agent_file,
+    reply_end,
+    serve_options,
+    service_missing,
+)
+
+from agentscope_context_ext import context_middleware_factory
+
+pytestmark = pytest.mark.skipif(service_missing() is not None, reason=str(service_missing()))
+
+UNKNOWN = "The reply failed with an unknown error."
+
+
+class Records(logging.Handler):
+    """What AgentScope's service logs (its logger ``as`` does not propagate)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def service_log():
+    handler = Records()
+    logger = logging.getLogger("as")
+    logger.addHandler(handler)
+    yield handler.records
+    logger.removeHandler(handler)
+
+
+def errors_of(events: list[dict]) -> list[dict]:
+    return [
+        e.get("value") or {}
+        for e in events
+        if e.get("type") == "CUSTOM" and e.get("name") == "context_ext.error"
+    ]
+
+
+def test_an_overflow_in_a_served_turn_is_said_on_the_stream(tmp_path, service_log):
+    factory = context_middleware_factory(
+        {"max_input_tokens": 2048, "long_term_memory": {"enabled": False}}
+    )
+    long_prompt = "You read files. " + "Check every line twice before answering. " * 400
+    with (
+        ModelServer("openai", lambda request: Reply(text="hello")) as model,
+        ServedApp(tmp_path / "app", extra_agent_middlewares=factory) as served,
+    ):
+        credential = served.create_credential(model.url)
+        agent = served.create_agent("reader", long_prompt)
+        session = served.create_session(agent, credential)
+        events = served.chat(agent, session, "hello")
+        stored = served.messages(agent, session)["messages"]
+    assert model.requests == []  # refused before any model call
+    (error,) = errors_of(events)
+    message = error["message"]
+    assert error["error"] == "ContextOverflowError" and "\n" not in message
+    assert "over the 2,048-token window" in message and "system prompt" in message
+    assert error["parts"]["system"] > 2048  # the pipeline's own figures are in the same event
+    end = reply_end(events)
+    assert end["finished_reason"] == "error"
+    assert end["error"] == {"type": "invalid_request", "message": message}
+    assert stored[-1]["role"] == "assistant" and stored[-1]["error"]["message"] == message
+    assert UNKNOWN not in str(events)
+    assert not [record for record in service_log if record.exc_info]
+
+
+def test_a_workspace_that_cannot_be_written_is_said_on_the_stream(tmp_path, service_log):
+    factory = context_middleware_factory(
+        {"max_input_tokens": 16384, "long_term_memory": {"enabled": False}}
+    )
+    with (
+        ModelServer("openai", lambda request: Reply(text="hello")) as model,
+        ServedApp(tmp_path / "app", extra_agent_middlewares=factory) as served,
+    ):
+        credential = served.create_credential(model.url)
+        agent = served.create_agent("reader", "You read files.")
+        session = served.create_session(agent, credential)
+        # a file where the session's folder must be: nothing can be saved for this session
+        blocked = served.agent_workdir(agent) / "sessions" / session
+        blocked.parent.mkdir(parents=True, exist_ok=True)
+        blocked.write_text("in the way", encoding="utf-8")
+        events = served.chat(agent, session, "hello")
+        stored = served.messages(agent, session)["messages"]
+    assert model.requests == []
+    (error,) = errors_of(events)
+    assert error["error"] == "WorkspaceError" and str(blocked) in error["message"]
+    assert next(e["type"] for e in events) == "REPLY_START"
+    end = reply_end(events)
+    assert end["finished_reason"] == "error" and end["error"]["message"] == error["message"]
+    assert stored[-1]["error"]["message"] == error["message"]
+    assert not [record for record in service_log if record.exc_info]
+
+
+def test_a_model_server_that_is_down_is_one_line_on_serves_terminal(tmp_path):
+    spec = agent_file(tmp_path)  # its model at a port nobody listens on
+    served = ServeProcess(serve_options(tmp_path, spec), tmp_path)
+    try:
+        session = served.new_session()
+        served.chat(session, "hello")
+        stored = served.replies(
+            session, lambda messages: any(m["role"] == "assistant" for m in messages), 120
+        )
+    finally:
+        stderr = served.stop()
+    assert stored[-1]["error"]["type"] == "connection"
+    assert "Traceback" not in stderr
+    (line,) = [line for line in stderr.splitlines() if "Reply failed" in line]
+    assert "APIConnectionError" in line
