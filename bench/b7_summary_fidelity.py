@@ -12,7 +12,9 @@ Targets: summary >= 85% (goal 90%) at <= Claude Code's length in characters; mod
 >= 97%; search 100%.
 
 ``python -m bench.b7_summary_fidelity --base-url URL --model NAME [--api-key KEY] [--quick]``
-scores a *model-written* summary instead: the scored replay's compaction asks that model on any
+(or ``--agent FILE``: the model of an agent file, its ``model.compat``, options and key, and its
+``compaction.summary_timeout_seconds`` and ``summary_output_tokens``) scores a *model-written*
+summary instead: the scored replay's compaction asks that model on any
 OpenAI-compatible server (vLLM, llama.cpp, Ollama's ``/v1``) with the package's own summary
 prompt, while the conversation is still played from the recording. The window is found with the
 extractive summary first (when compaction triggers does not depend on the summary's text), so
@@ -36,7 +38,7 @@ from typing import Any
 from agentscope_context_ext import ContextConfig
 from agentscope_context_ext.adapter import installed
 from agentscope_context_ext.agentfile import build_model
-from agentscope_context_ext.core.agent_file import ModelSettings
+from agentscope_context_ext.core.agent_file import ModelSettings, load_agent_file
 from agentscope_context_ext.core.errors import ConfigError
 from agentscope_context_ext.core.messages import Message, Text
 from agentscope_context_ext.core.model_servers import server_mismatch
@@ -91,10 +93,29 @@ def model_settings(base_url: str, model: str, api_key: str | None = None) -> Mod
         raise ModelFailed(" ".join(str(exc).split())[:300]) from None
 
 
+def agent_file_settings(path: str) -> tuple[ModelSettings, ContextConfig]:
+    """The model of the agent file at ``path`` and the configuration B7 replays with: the
+    default one, with the agent file's limits of the summary call.
+
+    Raises:
+        `ModelFailed`: The file cannot be read or is not a valid agent file (one line).
+    """
+    try:
+        spec = load_agent_file(path)
+    except ConfigError as exc:
+        raise ModelFailed(str(exc)) from None
+    limits = {
+        key: getattr(spec.context.compaction, key)
+        for key in ("summary_timeout_seconds", "summary_output_tokens")
+    }
+    return spec.model, ContextConfig.model_validate({"compaction": limits})
+
+
 def run(
     quick: bool = False,
     *,
     model: ModelSettings | None = None,
+    config: ContextConfig | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Measure and return the B7 record.
@@ -102,8 +123,10 @@ def run(
     Args:
         quick (`bool`): Bisect the window to 3% instead of 1%.
         model (`ModelSettings | None`): The model that writes the scored summaries (see
-            :func:`model_settings`); ``None``: the extractive summary (B7 as ``python -m
-            bench`` runs it).
+            :func:`model_settings`, :func:`agent_file_settings`); ``None``: the extractive
+            summary (B7 as ``python -m bench`` runs it).
+        config (`ContextConfig | None`): The configuration of the model-written replays
+            (default: the default one).
         progress (`Callable[[str], None] | None`): Receives a line per step (which session,
             the model call happening).
 
@@ -112,7 +135,9 @@ def run(
             not a summary), or it wrote none of the summaries.
     """
     if model is not None:
-        return _run_with_model(quick, model, progress or (lambda line: None))
+        return _run_with_model(
+            quick, model, config or ContextConfig(), progress or (lambda line: None)
+        )
     logging.getLogger("as").setLevel(logging.ERROR)
     # the bisection probes windows far too small on purpose: their refusals are expected
     logging.getLogger("agentscope_context_ext").setLevel(logging.CRITICAL)
@@ -206,14 +231,16 @@ def _summary_by(row: dict) -> str:
     return "**nothing compacted** (not a model score)"
 
 
-def _run_with_model(quick: bool, settings: ModelSettings, progress: Callable[[str], None]) -> dict:
+def _run_with_model(
+    quick: bool, settings: ModelSettings, config: ContextConfig, progress: Callable[[str], None]
+) -> dict:
     logging.getLogger("as").setLevel(logging.ERROR)
     logging.getLogger("agentscope_context_ext").setLevel(logging.CRITICAL)
     # The openai client's retries log each failed attempt; the one error line says why.
     logging.getLogger("openai").setLevel(logging.CRITICAL)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     # One event loop for every call: the model's HTTP client belongs to the loop it first ran in.
-    rows = asyncio.run(_model_rows(quick, settings, progress))
+    rows = asyncio.run(_model_rows(quick, settings, config, progress))
     written = [r for r in rows if r["summary_by"] == "model"]
     if rows and not written:
         calls = sum(r["model_attempts"] for r in rows)
@@ -250,7 +277,7 @@ def _run_with_model(quick: bool, settings: ModelSettings, progress: Callable[[st
 
 
 async def _model_rows(
-    quick: bool, settings: ModelSettings, progress: Callable[[str], None]
+    quick: bool, settings: ModelSettings, config: ContextConfig, progress: Callable[[str], None]
 ) -> list[dict]:
     try:
         model, formatter = build_model(settings)
@@ -258,13 +285,12 @@ async def _model_rows(
         raise ModelFailed(str(exc)) from None
     # Before the data and the long replays: a server that cannot do it fails in seconds.
     progress(f"B7: asking {settings.model} at {settings.base_url} for a test summary")
-    await check_model(model, formatter, settings)
+    await check_model(model, formatter, settings, config)
     points = [
         (f"{path.name[:8]}#{index + 1}", path, point)
         for path in sorted((transcripts_dir() / "claude-code").glob("*.jsonl"))
         for index, point in enumerate(claude_code_compactions(path))
     ]
-    config = ContextConfig()
     rows = []
     for name, path, point in points:
         messages = claude_code_records(path, until_line=point.line)
@@ -296,7 +322,9 @@ async def _model_rows(
     return rows
 
 
-async def check_model(model: Any, formatter: Any, settings: ModelSettings) -> None:
+async def check_model(
+    model: Any, formatter: Any, settings: ModelSettings, config: ContextConfig | None = None
+) -> None:
     """Ask the model for the summary of a two-message conversation, through the package's own
     ``SummaryWriter`` (its prompt, its parser): fails fast, before the long replays, when the
     server cannot be reached, answers an HTTP error, or answers with no usable summary.
@@ -305,15 +333,18 @@ async def check_model(model: Any, formatter: Any, settings: ModelSettings) -> No
         model: The installed AgentScope's chat model (``build_model(settings)[0]``).
         formatter: Its formatter (``build_model(settings)[1]``).
         settings (`ModelSettings`): What it was built from (for the messages).
+        config (`ContextConfig | None`): The summary call's limits (default: the defaults).
 
     Raises:
         `ModelFailed`: Why the model cannot write the summaries, in one line.
     """
+    limits = (config or ContextConfig()).compaction
     writer = SummaryWriter(
-        installed.model_call(model, formatter),
+        installed.model_call(model, formatter, max_tokens=limits.summary_output_cap(8192)),
         get_token_counter("qwen"),
         max_input_tokens=8192,
         budget_tokens=1024,
+        timeout=limits.summary_timeout_seconds,
     )
     conversation = [
         Message("b7-check-1", "user", parts=(Text("Rename `parse_config` in lib/config.py."),)),
@@ -351,7 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", help="the server's OpenAI-compatible URL, e.g. .../v1")
     parser.add_argument("--model", help="the model name, as the server spells it")
     parser.add_argument("--api-key", help="the server's key (local servers need none)")
+    parser.add_argument(
+        "--agent",
+        help="an agent file: its model (compat, options, key) and its summary call's limits",
+    )
     args = parser.parse_args(argv)
+    if args.agent and (args.base_url or args.model or args.api_key):
+        parser.error("--agent says the model: not with --base-url, --model or --api-key")
     if bool(args.base_url) != bool(args.model):
         parser.error("--base-url and --model go together")
     if args.api_key and not args.base_url:
@@ -361,10 +398,14 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        settings = (
-            model_settings(args.base_url, args.model, args.api_key) if args.base_url else None
-        )
-        record = run(args.quick, model=settings, progress=progress)
+        config = None
+        if args.agent:
+            settings, config = agent_file_settings(args.agent)
+        elif args.base_url:
+            settings = model_settings(args.base_url, args.model, args.api_key)
+        else:
+            settings = None
+        record = run(args.quick, model=settings, config=config, progress=progress)
     except ModelFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -168,6 +169,24 @@ def redis_url() -> Iterator[str]:
     yield f"{base}?prefix={prefix}"
     for key in client.scan_iter(match=f"{prefix}:*", count=1000):
         client.delete(key)
+
+
+@pytest.fixture(scope="session")
+def llama() -> Iterator[Any]:
+    """A real llama-cpp-python server (``python -m llama_cpp.server``) on loopback with
+    SmolLM2-135M-Instruct, for the whole session (``llama_server.py``). Skipped when this
+    interpreter has no server or no model; a failure when ACE_REQUIRE_LLAMA=1 (``.ci/run`` sets
+    it after installing them)."""
+    from llama_server import REQUIRE_ENV, LlamaServer, find_gguf, server_missing
+
+    problem = server_missing()
+    gguf, label = find_gguf("small") if problem is None else (None, problem)
+    if gguf is None:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{label}, and {REQUIRE_ENV}=1 requires it")
+        pytest.skip(label)
+    with LlamaServer(gguf, n_ctx=4096) as server:
+        yield server
 
 
 @pytest.fixture(params=["local", "redis"])

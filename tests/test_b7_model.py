@@ -247,6 +247,49 @@ def test_the_cli_prints_the_model_s_row_and_the_extractive_one(tmp_path: Path) -
     assert "| syntheti#1 " in plain.stdout and plain.returncode == 1
 
 
+def test_agent_sends_the_agent_file_s_model_compat_and_summary_limits(tmp_path: Path) -> None:
+    """``--agent FILE``: the model as the agent file has it (its compat shapes, options) and
+    its summary call's limits; ``--base-url`` could not send ``compat`` (a llama-cpp-python
+    server then answered every summary call with HTTP 500)."""
+    claude_code_session(tmp_path)
+    agent = {
+        "model": {
+            "provider": "openai-compatible",
+            "model": "agent-file-summarizer",
+            "base_url": "",
+            "options": {"temperature": 0.1},
+            "compat": {"unescape_html": True},
+        },
+        "context": {"compaction": {"summary_output_tokens": 777}},
+    }
+    entity_answer = ANSWER.replace("Go on with", "Go on with `it&#39;s`; go on with")
+    with ModelServer("openai", lambda request: Reply(entity_answer)) as server:
+        agent["model"]["base_url"] = server.url
+        (tmp_path / "agent.yaml").write_text(json.dumps(agent))
+        done = bench_b7("--agent", str(tmp_path / "agent.yaml"), data=tmp_path)
+        requests = list(server.requests)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(requests) == 2, done.stderr
+    for request in requests:
+        assert request["model"] == "agent-file-summarizer" and request["temperature"] == 0.1
+        assert all(isinstance(m["content"], str) for m in request["messages"])
+        assert request["max_tokens"] == 777 and "max_completion_tokens" not in request
+    assert "B7 syntheti#1: summary by the model (1 call(s), 0 failed)" in done.stderr
+    assert "Summaries written by `agent-file-summarizer`" in done.stdout
+
+
+def test_agent_is_not_given_with_base_url() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.b7_summary_fidelity", "--agent", "a.yaml", "--model", "m"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert "--agent says the model: not with --base-url, --model or --api-key" in done.stderr
+
+
 def test_a_dead_server_is_one_error_line_and_exit_status_2() -> None:
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))

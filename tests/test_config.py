@@ -65,6 +65,19 @@ def test_public_key_names_and_documented_defaults() -> None:
     assert config.media_token_cost == 1280
 
 
+def test_the_summary_calls_limits() -> None:
+    """The summary call's time and output cap (they were 120 s hard-coded and no cap at all:
+    a llama.cpp server wrote 2,400-token summaries and kept its one slot busy)."""
+    compaction = ContextConfig().compaction
+    assert compaction.summary_timeout_seconds == 120.0
+    assert compaction.summary_output_tokens is None
+    # twice the summary's own budget: 5% of the window, 512 to 4096 tokens
+    assert compaction.summary_output_cap(8192) == 1024
+    assert compaction.summary_output_cap(200_000) == 2 * 4096
+    set_cap = load_config({"compaction": {"summary_output_tokens": 300}}).compaction
+    assert set_cap.summary_output_cap(8192) == 300
+
+
 def test_model_validate_with_a_nested_dict() -> None:
     config = ContextConfig.model_validate(
         {"max_input_tokens": 32768, "truncation": {"recent_n": 5, "retruncate": "batched"}}
@@ -115,6 +128,8 @@ def test_out_of_range_value_names_key_and_file(tmp_path: Path) -> None:
         ({"compaction": {"hook_point": "post_reply"}}, "compaction.hook_point"),
         ({"long_term_memory": {"consolidation_time": "25:00"}}, "consolidation_time"),
         ({"tokenizer": "gpt2"}, "tokenizer"),
+        ({"compaction": {"summary_timeout_seconds": 0}}, "compaction.summary_timeout_seconds"),
+        ({"compaction": {"summary_output_tokens": 10}}, "compaction.summary_output_tokens"),
         ({"max_input_tokens": 10}, "max_input_tokens"),
         ({"nope": 1}, "nope"),
         ({"workspace": ""}, "workspace: must name a folder"),

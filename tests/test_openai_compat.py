@@ -1,9 +1,10 @@
 """``model.compat`` for ``provider: openai-compatible``, on either AgentScope major, through the
-real ``openai`` client against a loopback server that imitates llama-cpp-python's OpenAI server
-(no llama.cpp runs here): it answers HTTP 500 to a message whose content is a list of parts or
-``null``, and offers the tools to its model only when ``tool_choice`` is ``"auto"``. With
-``compat: {string_content: true, tool_choice_auto: true}`` a chat turn with a tool call works
-end to end; without it the server's error is one line, exit 2."""
+real ``openai`` client against a loopback server that imitates llama-cpp-python's OpenAI server:
+it answers HTTP 500 to a message whose content is a list of parts or ``null``, and offers the
+tools to its model only when ``tool_choice`` is ``"auto"`` (test_local_model.py runs the real
+one). With the default shapes (no ``compat`` section, or ``string_content`` and
+``tool_choice_auto`` written out) a chat turn with a tool call works end to end; with them
+turned off the server's error is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from agentscope_context_ext.core.agent_file import load_agent_file
 
 TOOL = "harness_common:fetch" if agentscope_major() >= 2 else "agent_harness:fetch"
 BOTH = {"string_content": True, "tool_choice_auto": True}
+OFF = {"string_content": False, "tool_choice_auto": False}
 
 
 def _template_error(request: dict) -> str | None:
@@ -84,12 +86,13 @@ def _chat(tmp_path: Path, monkeypatch, url: str, stream: bool, compat: dict | No
     return main(["chat", "--agent", str(tmp_path / "agent.yaml")])
 
 
+@pytest.mark.parametrize("compat", [BOTH, None], ids=["written-out", "default"])
 @pytest.mark.parametrize("stream", [True, False])
 def test_with_compat_a_tool_call_works_end_to_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stream: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, stream: bool, compat: dict | None
 ) -> None:
     with LlamaCppLikeServer(fetching_model) as server:
-        assert _chat(tmp_path, monkeypatch, server.url, stream, BOTH) == 0
+        assert _chat(tmp_path, monkeypatch, server.url, stream, compat) == 0
     assert "Fetched the document." in capsys.readouterr().out
     assert server.refused == []
     assert len(server.requests) == 2, "the tool call, then the answer"
@@ -105,17 +108,19 @@ def test_with_compat_a_tool_call_works_end_to_end(
     assert system["role"] == "system" and "helpful assistant" in system["content"]
 
 
-def test_without_compat_the_servers_error_is_one_line(
+def test_with_compat_off_the_servers_error_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     """(The clients retry an HTTP 500: the openai client twice, 2.x's model three times.)"""
     with LlamaCppLikeServer(fetching_model) as server:
-        assert _chat(tmp_path, monkeypatch, server.url, True, None) == 2
+        assert _chat(tmp_path, monkeypatch, server.url, True, OFF) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "internal error" not in err and "Traceback" not in err, err
     assert f"the model server at {server.url} answered HTTP 500: " in err, err
     assert "can only concatenate str (not" in err and "list" in err, err
-    assert err.endswith("such as llama-cpp-python's, needs model.compat)"), err
+    assert err.endswith(
+        "such as llama-cpp-python's, needs model.compat.string_content: true, the default)"
+    ), err
     assert server.refused and all(r in server.requests for r in server.refused)
 
 
@@ -123,9 +128,9 @@ def test_string_content_alone_gets_no_tool_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
     """Without tool_choice "auto" the server's model is not shown the tools: why the second
-    flag exists."""
+    key exists."""
     with LlamaCppLikeServer(fetching_model) as server:
-        code = _chat(tmp_path, monkeypatch, server.url, False, {"string_content": True})
+        code = _chat(tmp_path, monkeypatch, server.url, False, {"tool_choice_auto": False})
     assert code == 0
     assert "I have no tool to fetch it with." in capsys.readouterr().out
     assert len(server.requests) == 1 and "tool_choice" not in server.requests[0]
@@ -135,6 +140,12 @@ def test_string_content_alone_gets_no_tool_call(
 def test_the_compat_section_is_checked() -> None:
     base = {"provider": "openai-compatible", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
     assert load_agent_file({"model": {**base, "compat": BOTH}}).model.compat.tool_choice_auto
+    # no section: every key's default, for openai-compatible only
+    shapes = load_agent_file({"model": base}).model.openai_compat()
+    assert shapes is not None and shapes.string_content and shapes.tool_choice_auto
+    assert shapes.max_tokens and not shapes.unescape_html
+    openai = {**base, "provider": "openai"}
+    assert load_agent_file({"model": openai}).model.openai_compat() is None
     for model, fragment in (
         ({**base, "compat": {"strings": True}}, "model.compat.strings: unknown key"),
         ({**base, "compat": True}, "model.compat: Input should be a valid dictionary"),
@@ -168,16 +179,51 @@ def test_string_content_joins_text_parts_and_keeps_media() -> None:
 
 
 def test_the_documented_compat_examples_are_valid() -> None:
-    """README's agent file, and configs/agents/openai-compatible.yaml with its compat lines
-    uncommented, are agent files with the compat section they show."""
+    """README's agent file and configs/agents/llama-cpp.yaml are agent files with the compat
+    section they show."""
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text(encoding="utf-8")
     block = readme.split("```yaml\n# agent.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     assert load_agent_file(yaml.safe_load(block)).model.compat is not None
-    shipped = (root / "configs" / "agents" / "openai-compatible.yaml").read_text(encoding="utf-8")
-    lines = shipped.splitlines()
-    start = lines.index("  # compat:")
-    for index in range(start, start + 3):
-        lines[index] = "  " + lines[index].removeprefix("  # ")
-    compat = load_agent_file(yaml.safe_load("\n".join(lines))).model.compat
-    assert compat is not None and compat.string_content and compat.tool_choice_auto
+    shipped = load_agent_file(root / "configs" / "agents" / "llama-cpp.yaml").model.compat
+    assert shipped is not None and shipped.string_content and shipped.tool_choice_auto
+    assert shipped.max_tokens and shipped.unescape_html
+
+
+def test_tool_results_as_user_messages_name_their_call() -> None:
+    """llama-cpp-python's chatml-function-calling template drops ``tool`` messages: with
+    ``tool_results_as_user`` each result is a user message its model sees."""
+    from agentscope_context_ext.core.openai_compatible import tool_results_as_user
+
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "def add(a, b): ..."},
+        {"role": "tool", "tool_call_id": "c9", "content": [{"type": "text", "text": "x"}]},
+    ]
+    shaped = tool_results_as_user(messages)
+    assert shaped[:2] == messages[:2]
+    assert shaped[2] == {
+        "role": "user",
+        "content": "[tool result: read_file, call c1]\ndef add(a, b): ...",
+    }
+    assert shaped[3] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "[tool result: tool, call c9]"},
+            {"type": "text", "text": "x"},
+        ],
+    }
+
+
+def test_with_tool_results_as_user_the_request_has_no_tool_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    with LlamaCppLikeServer(fetching_model) as server:
+        code = _chat(tmp_path, monkeypatch, server.url, False, {"tool_results_as_user": True})
+    assert code == 0
+    second = server.requests[1]["messages"]
+    assert not [m for m in second if m["role"] == "tool"]
+    result = next(m for m in second if m["content"].startswith("[tool result: fetch, call call-1]"))
+    assert result["role"] == "user" and "7:00000 " in result["content"]

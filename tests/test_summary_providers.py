@@ -111,6 +111,7 @@ async def test_garbage_twice_gives_the_extractive_summary_after_two_attempts(
     for event in finished:
         assert event["summary_source"] == "extractive"
         assert event["model_attempts"] == 2 and event["model_failures"] == 2
+        assert event["model_failure"] == "unusable answer", "why, for the log and the notice"
     requests = compaction_requests(server)
     assert len(requests) == 2 * len(finished)
     # the second attempt of each compaction is the stricter one

@@ -116,8 +116,11 @@ def test_times_out() -> None:
     writer, model = _writer(never, timeout=0.05)
     result = asyncio.run(writer.summarize(views(), None))
     assert result.summary.source == "extractive"
-    assert all("TimeoutError" in f for f in result.failures)
-    assert len(model.calls) == len(result.failures) == 2, "tried twice, then extracted"
+    assert result.failures == [
+        "TimeoutError: no answer within 0.05 s (compaction.summary_timeout_seconds)"
+    ]
+    # a model too slow for one answer is as slow for a second: the agent would wait twice
+    assert len(model.calls) == 1, "tried once, then extracted"
 
 
 def test_keeps_offload_paths_the_model_dropped() -> None:

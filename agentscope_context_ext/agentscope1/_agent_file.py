@@ -8,13 +8,14 @@ provider              model class               formatter                    ``b
 ====================  ========================  ===========================  ====================
 ``dashscope``         ``DashScopeChatModel``    ``DashScopeChatFormatter``   ``base_http_api_url``
 ``openai``            ``OpenAIChatModel``       ``OpenAIChatFormatter``      the client's base URL
-``openai-compatible`` ``OpenAIChatModel``       ``OpenAIChatFormatter``      (required)
+``openai-compatible`` ``OpenAICompatibleModel``  ``OpenAICompatibleFormatter`` (required)
 ``anthropic``         ``AnthropicChatModel``    ``AnthropicChatFormatter``   the client's base URL
 ``ollama``            ``OllamaChatModel``       ``OllamaChatFormatter``      ``host``
 ====================  ========================  ===========================  ====================
 
-``model.compat`` (``openai-compatible``) swaps in :class:`OpenAIStringContentFormatter` and
-:class:`OpenAIAutoToolChoiceModel`, subclasses that change only the request's shape.
+``openai-compatible`` runs on :class:`OpenAICompatibleModel` and :class:`OpenAICompatibleFormatter`:
+subclasses that shape the request and the answer as ``model.compat`` says
+(``_openai_compatible.py``).
 """
 
 from __future__ import annotations
@@ -46,16 +47,14 @@ from ..core.model_servers import (
     OPENAI_CHAT,
     ModelApi,
 )
-from ..core.openai_compatible import string_content
 from ..core.tools import make_explorer_functions
 from ._convert import as_tool
 from ._manager import enable_context_management
+from ._openai_compatible import OpenAICompatibleFormatter, OpenAICompatibleModel
 
 __all__ = [
     "MODEL_APIS",
     "ModelUnavailable",
-    "OpenAIAutoToolChoiceModel",
-    "OpenAIStringContentFormatter",
     "build_agent",
     "build_model",
 ]
@@ -68,31 +67,6 @@ MODEL_APIS: dict[str, ModelApi] = {
     "ollama": OLLAMA_CHAT,
 }
 """The API each provider's model speaks to its ``base_url``."""
-
-
-class OpenAIStringContentFormatter(OpenAIChatFormatter):
-    """AgentScope's OpenAI formatter with each message's content one string
-    (``model.compat.string_content``, see :func:`string_content`)."""
-
-    async def format(self, msgs: list, **kwargs: Any) -> list[dict[str, Any]]:
-        return string_content(await super().format(msgs, **kwargs))
-
-
-class OpenAIAutoToolChoiceModel(OpenAIChatModel):
-    """AgentScope's OpenAI model that sends ``tool_choice: "auto"`` with the tools when the
-    caller sets none (``model.compat.tool_choice_auto``)."""
-
-    async def __call__(
-        self,
-        messages: list[dict],
-        tools: list[dict] | None = None,
-        tool_choice: str | None = None,
-        structured_model: Any = None,
-        **kwargs: Any,
-    ) -> Any:
-        if tools and tool_choice is None and structured_model is None:
-            tool_choice = "auto"
-        return await super().__call__(messages, tools, tool_choice, structured_model, **kwargs)
 
 
 def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:
@@ -120,20 +94,18 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, FormatterBase]:
         return model, formatters.DashScopeChatFormatter()
     if provider in ("openai", "openai-compatible"):
         client = {"base_url": settings.base_url} if settings.base_url else {}
-        compat = settings.compat
-        model_class = OpenAIChatModel
-        if compat is not None and compat.tool_choice_auto:
-            model_class = OpenAIAutoToolChoiceModel
-        model = model_class(
-            model_name=settings.model,
-            api_key=key or LOCAL_KEY,
-            stream=settings.stream,
-            client_kwargs=client or None,
-            generate_kwargs=options or None,
-        )
-        if compat is not None and compat.string_content:
-            return model, OpenAIStringContentFormatter()
-        return model, OpenAIChatFormatter()
+        compat = settings.openai_compat()
+        arguments: dict[str, Any] = {
+            "model_name": settings.model,
+            "api_key": key or LOCAL_KEY,
+            "stream": settings.stream,
+            "client_kwargs": client or None,
+            "generate_kwargs": options or None,
+        }
+        if compat is None:
+            return OpenAIChatModel(**arguments), OpenAIChatFormatter()
+        model = OpenAICompatibleModel(**arguments, compat=compat)
+        return model, OpenAICompatibleFormatter(compat)
     if provider == "anthropic":
         max_tokens = int(options.pop("max_tokens", 2048))
         model = models.AnthropicChatModel(

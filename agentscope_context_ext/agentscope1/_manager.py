@@ -100,7 +100,11 @@ class ReActAgentManager(ContextManager):
             dialog_store=open_dialog(storage),
             bus=EventBus(),
             summary_call=(
-                model_call(summary_model, compaction_formatter or agent.formatter)
+                model_call(
+                    summary_model,
+                    compaction_formatter or agent.formatter,
+                    max_tokens=config.compaction.summary_output_cap(window),
+                )
                 if summary_model is not None
                 else None
             ),

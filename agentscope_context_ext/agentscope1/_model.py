@@ -6,23 +6,33 @@ import copy
 
 from agentscope.formatter import FormatterBase, OpenAIChatFormatter
 from agentscope.message import Msg
-from agentscope.model import ChatModelBase
+from agentscope.model import ChatModelBase, GeminiChatModel, OllamaChatModel
 
 from ..core.pipeline import CallModel, final_response
 
 __all__ = ["model_call", "named_model"]
 
 
-def model_call(model: ChatModelBase, formatter: FormatterBase | None = None) -> CallModel:
+def model_call(
+    model: ChatModelBase, formatter: FormatterBase | None = None, max_tokens: int | None = None
+) -> CallModel:
     """``await call(instruction, content)``: the model's answer text to a system instruction and
-    one user message, streamed or not (``formatter``: the model's, else OpenAI's layout)."""
+    one user message (``formatter``: the model's, else OpenAI's layout).
+
+    The call streams whatever the agent's model does, so that a call cancelled at its timeout
+    closes a stream, which stops the server's generation (a server finishes an unstreamed
+    answer nobody reads first; design §4.2); with ``max_tokens`` it is the call's output cap
+    (``compaction.summary_output_tokens``), passed as the provider's client takes it."""
     formatter = formatter or OpenAIChatFormatter()
 
     async def call(instruction: str, content: str) -> str:
         prompt = await formatter.format(
             [Msg("system", instruction, "system"), Msg("user", content, "user")]
         )
-        response = await model(prompt)
+        # A copy per call: the agent's model keeps its settings.
+        summary_model = copy.copy(model)
+        summary_model.stream = True
+        response = await summary_model(prompt, **_output_cap(model, max_tokens))
         response = await final_response(response)
         if response is None:
             return ""
@@ -33,6 +43,18 @@ def model_call(model: ChatModelBase, formatter: FormatterBase | None = None) -> 
         )
 
     return call
+
+
+def _output_cap(model: ChatModelBase, max_tokens: int | None) -> dict:
+    """The keyword that caps a 1.x model's answer at ``max_tokens`` (1.x's clients take their
+    options as keywords of the call; Ollama's sit in ``options``, as ``num_predict``)."""
+    if max_tokens is None:
+        return {}
+    if isinstance(model, OllamaChatModel):
+        return {"options": {**(model.options or {}), "num_predict": max_tokens}}
+    if isinstance(model, GeminiChatModel):
+        return {}  # its cap is a field of its config object, which an agent file never builds
+    return {"max_tokens": max_tokens}
 
 
 def named_model(model: ChatModelBase, name: str | None) -> ChatModelBase:

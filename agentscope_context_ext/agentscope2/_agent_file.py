@@ -8,15 +8,15 @@ provider              model class               credential               ``base_
 ====================  ========================  =======================  ======================
 ``dashscope``         ``DashScopeChatModel``    ``DashScopeCredential``  the credential
 ``openai``            ``OpenAIChatModel``       ``OpenAICredential``     the credential
-``openai-compatible`` ``OpenAIChatModel``       ``OpenAICredential``     the credential (required)
+``openai-compatible`` ``OpenAICompatibleModel`` ``OpenAICredential``     the credential (required)
 ``anthropic``         ``AnthropicChatModel``    ``AnthropicCredential``  the credential
 ``ollama``            ``OllamaChatModel``       ``OllamaCredential``     ``host``
 ====================  ========================  =======================  ======================
 
 ``model.options`` are the model class's ``Parameters`` (``temperature``, ``max_tokens``, ...);
-a name it does not have is an error that lists the ones it has. ``model.compat``
-(``openai-compatible``) swaps in :class:`OpenAIStringContentFormatter` and
-:class:`OpenAIAutoToolChoiceModel`, subclasses that change only the request's shape.
+a name it does not have is an error that lists the ones it has. ``openai-compatible`` runs on
+:class:`OpenAICompatibleModel` and :class:`OpenAICompatibleFormatter`: subclasses that shape the
+request and the answer as ``model.compat`` says (``_openai_compatible.py``).
 :func:`model_arguments` is what a served session's model gets of the same settings
 (``_served_model.py``), so ``chat`` and ``serve`` send the same requests.
 """
@@ -28,10 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import Agent, ReActConfig
-from agentscope.formatter import OpenAIChatFormatter
-from agentscope.message import Msg
-from agentscope.model import ChatModelBase, OpenAIChatModel
-from agentscope.tool import ToolChoice, Toolkit
+from agentscope.model import ChatModelBase
+from agentscope.tool import Toolkit
 from pydantic import BaseModel
 
 from ..core.agent_file import (
@@ -46,18 +44,15 @@ from ..core.agent_file import (
 from ..core.errors import ConfigError
 from ..core.installation import client_install_command
 from ..core.model_servers import ANTHROPIC_MESSAGES, OLLAMA_CHAT, OPENAI_CHAT, ModelApi
-from ..core.openai_compatible import string_content
 from ..core.tools import make_explorer_functions
 from ._middleware import ContextMiddleware
+from ._openai_compatible import OpenAICompatibleFormatter, OpenAICompatibleModel
 from ._tools import as_tool
 from ._tracing import traced
 
 __all__ = [
     "MODEL_APIS",
     "ModelUnavailable",
-    "OpenAIAutoToolChoiceModel",
-    "OpenAIStringContentFormatter",
-    "auto_tool_choice",
     "build_agent",
     "build_model",
     "model_arguments",
@@ -71,38 +66,6 @@ MODEL_APIS: dict[str, ModelApi] = {
     "ollama": OLLAMA_CHAT,
 }
 """The API each provider's model speaks to its ``base_url``."""
-
-
-class OpenAIStringContentFormatter(OpenAIChatFormatter):
-    """2.x's OpenAI formatter with each message's content one string
-    (``model.compat.string_content``, see :func:`string_content`)."""
-
-    async def format(self, msgs: list[Msg]) -> list[dict[str, Any]]:
-        return string_content(await super().format(msgs))
-
-
-class OpenAIAutoToolChoiceModel(OpenAIChatModel):
-    """2.x's OpenAI model that sends ``tool_choice: "auto"`` with the tools when the caller
-    sets none (``model.compat.tool_choice_auto``)."""
-
-    async def __call__(
-        self,
-        messages: list[Msg],
-        tools: list[dict] | None = None,
-        tool_choice: ToolChoice | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        return await super().__call__(
-            messages, tools, auto_tool_choice(tools, tool_choice), **kwargs
-        )
-
-
-def auto_tool_choice(tools: list[dict] | None, tool_choice: ToolChoice | None) -> ToolChoice | None:
-    """``auto`` when tools are sent and the caller set no choice (``compat.tool_choice_auto``:
-    such a server offers the tools to the model only then), else ``tool_choice``."""
-    if tools and tool_choice is None:
-        return ToolChoice(mode="auto")
-    return tool_choice
 
 
 _CLASSES = {
@@ -143,9 +106,8 @@ def build_model(settings: ModelSettings) -> tuple[ChatModelBase, Any]:
         if settings.base_url:
             fields["base_url"] = settings.base_url
         credential = credential_class(**fields)
-    compat = settings.compat
-    if compat is not None and compat.tool_choice_auto:
-        model_class = OpenAIAutoToolChoiceModel
+    if settings.openai_compat() is not None:
+        model_class = OpenAICompatibleModel
     arguments = model_arguments(settings, model_class)
     try:
         model = model_class(credential=credential, model=settings.model, **arguments)
@@ -163,8 +125,8 @@ def model_arguments(
     session: BaseModel | None = None,
 ) -> dict[str, Any]:
     """The agent file's model settings beyond the server and the key, as keyword arguments of
-    ``model_class``: ``parameters`` (``model.options``), ``stream`` and, for
-    ``compat.string_content``, the ``formatter``. ``chat``'s model and every served session's
+    ``model_class``: ``parameters`` (``model.options``), ``stream`` and, for an
+    :class:`OpenAICompatibleModel`, ``compat`` and its ``formatter``. ``chat``'s model and every served session's
     (``_served_model.py``) are made with them.
 
     Args:
@@ -193,8 +155,10 @@ def model_arguments(
     except ValueError as exc:  # pydantic: a parameter of the wrong type
         raise ConfigError(f"model.options: {' '.join(str(exc).split())[:300]}") from None
     arguments: dict[str, Any] = {"parameters": parameters, "stream": settings.stream}
-    if settings.compat is not None and settings.compat.string_content:
-        arguments["formatter"] = OpenAIStringContentFormatter()
+    compat = settings.openai_compat()
+    if compat is not None and issubclass(model_class, OpenAICompatibleModel):
+        arguments["compat"] = compat
+        arguments["formatter"] = OpenAICompatibleFormatter(compat=compat)
     return arguments
 
 

@@ -126,7 +126,11 @@ class AgentManager(ContextManager):
             dialog_store=dialog_store,
             tool_result_store=tool_result_store,
             bus=bus,
-            summary_call=model_call(summary_model) if summary_model is not None else None,
+            summary_call=(
+                model_call(summary_model, max_tokens=config.compaction.summary_output_cap(window))
+                if summary_model is not None
+                else None
+            ),
             summary_window=(
                 None
                 if summary_model is None or summary_model is agent.model

@@ -23,7 +23,6 @@ from agentscope.credential import (
     OllamaCredential,
     OpenAICredential,
 )
-from agentscope.message import Msg
 from agentscope.model import (
     AnthropicChatModel,
     ChatModelBase,
@@ -31,19 +30,20 @@ from agentscope.model import (
     OllamaChatModel,
     OpenAIChatModel,
 )
-from agentscope.tool import ToolChoice
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.agent_file import LOCAL_KEY, ModelSettings, ModelUnavailable
 from ..core.errors import ConfigError
 from ..core.installation import client_install_command
-from ._agent_file import auto_tool_choice, model_arguments
+from ._agent_file import model_arguments
+from ._openai_compatible import OpenAICompatibleModel
 
 __all__ = [
     "SERVED_CREDENTIALS",
     "ServedAnthropicCredential",
     "ServedDashScopeCredential",
     "ServedOllamaCredential",
+    "ServedOpenAICompatibleCredential",
     "ServedOpenAICredential",
     "model_credential",
     "served_model",
@@ -66,23 +66,15 @@ class AgentFileModel:
         settings: ModelSettings = credential.agent_file
         arguments = model_arguments(settings, type(self), parameters)  # type: ignore[arg-type]
         super().__init__(credential=credential, model=model, **{**kwargs, **arguments})  # type: ignore[call-arg]
-        self.tool_choice_auto = bool(settings.compat and settings.compat.tool_choice_auto)
-
-    async def __call__(
-        self,
-        messages: list[Msg],
-        tools: list[dict] | None = None,
-        tool_choice: ToolChoice | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        if self.tool_choice_auto:
-            tool_choice = auto_tool_choice(tools, tool_choice)
-        return await super().__call__(messages, tools, tool_choice, **kwargs)  # type: ignore[misc]
 
 
 class ServedOpenAIChatModel(AgentFileModel, OpenAIChatModel):
-    """AgentScope's ``OpenAIChatModel`` with the agent file's settings (``openai`` and
-    ``openai-compatible``, with ``compat``)."""
+    """AgentScope's ``OpenAIChatModel`` with the agent file's settings (``openai``)."""
+
+
+class ServedOpenAICompatibleChatModel(AgentFileModel, OpenAICompatibleModel):
+    """:class:`OpenAICompatibleModel` (AgentScope's ``OpenAIChatModel`` shaped by ``compat``)
+    with the agent file's settings (``openai-compatible``)."""
 
 
 class ServedDashScopeChatModel(AgentFileModel, DashScopeChatModel):
@@ -107,6 +99,23 @@ class ServedOpenAICredential(OpenAICredential):
     @classmethod
     def get_chat_model_class(cls) -> type[ChatModelBase]:
         return ServedOpenAIChatModel
+
+
+class ServedOpenAICompatibleCredential(OpenAICredential):
+    """An OpenAI-compatible server (llama-cpp-python, vLLM, ...), with the agent file's model
+    settings, ``compat`` included."""
+
+    model_config = ConfigDict(
+        title="OpenAI-compatible server, as an agent file says (agentscope-context)"
+    )
+    type: Literal["context_ext_openai_compatible_credential"] = (  # type: ignore[assignment]
+        "context_ext_openai_compatible_credential"
+    )
+    agent_file: ModelSettings = Field(description=_AGENT_FILE)
+
+    @classmethod
+    def get_chat_model_class(cls) -> type[ChatModelBase]:
+        return ServedOpenAICompatibleChatModel
 
 
 class ServedDashScopeCredential(DashScopeCredential):
@@ -147,6 +156,7 @@ class ServedOllamaCredential(OllamaCredential):
 
 SERVED_CREDENTIALS: tuple[type[CredentialBase], ...] = (
     ServedOpenAICredential,
+    ServedOpenAICompatibleCredential,
     ServedDashScopeCredential,
     ServedAnthropicCredential,
     ServedOllamaCredential,
@@ -155,7 +165,7 @@ SERVED_CREDENTIALS: tuple[type[CredentialBase], ...] = (
 
 _BY_PROVIDER: dict[str, type[CredentialBase]] = {
     "openai": ServedOpenAICredential,
-    "openai-compatible": ServedOpenAICredential,
+    "openai-compatible": ServedOpenAICompatibleCredential,
     "dashscope": ServedDashScopeCredential,
     "anthropic": ServedAnthropicCredential,
     "ollama": ServedOllamaCredential,

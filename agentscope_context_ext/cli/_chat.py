@@ -23,6 +23,12 @@ class ModelUnreachable(RuntimeError):
     """The model's server refused or dropped the connection."""
 
 
+class EmptyAnswer(RuntimeError):
+    """The model answered one message or more with nothing (a server once ended a streamed
+    tool call empty after HTTP 200; the ``openai-compatible`` model now asks again
+    unstreamed, so what is left is the model's own empty answer)."""
+
+
 def run_chat(
     config: ContextConfig | None,
     session_id: str = "chat",
@@ -47,6 +53,8 @@ def run_chat(
         `ModelUnreachable`: The model's server does not answer.
         `ModelUnavailable`: The server does not speak the provider's API, or answered an HTTP
             error (one line each).
+        `EmptyAnswer`: The agent answered a message with nothing; each such answer is a line on
+            stderr as it happens, and the chat goes on to the end first.
     """
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
@@ -157,8 +165,6 @@ def run_chat(
                 continue
             try:
                 answer = await chat.ask(text)
-                if not chat.prints_replies:
-                    say(f"{agent.name}: {answer}")
             except Exception as exc:
                 if _is_connection_error(exc):
                     raise ModelUnreachable(_describe(exc, agent)) from None
@@ -167,8 +173,21 @@ def run_chat(
                     raise ModelUnavailable(problem) from None
                 raise
             await chat.save_session(session_id)
+            if not answer.strip():
+                # Never a silent empty answer that exits 0 (a streamed tool call once ended
+                # empty after HTTP 200 and chat printed "assistant: ").
+                empty.append(text)
+                print(
+                    f"[error] {model_label} answered nothing (an empty answer) to: {text[:80]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                continue
+            if not chat.prints_replies:
+                say(f"{agent.name}: {answer}")
         await manager.drain()
 
+    empty: list[str] = []
     asyncio.run(loop())
     stats = manager.stats
     say(
@@ -177,6 +196,11 @@ def run_chat(
         f"offloaded, peak prompt {stats.peak_prompt_tokens:,} tokens"
         + (f", {stats.token_count.describe()}" if stats.token_count is not None else "")
     )
+    if empty:
+        raise EmptyAnswer(
+            f"{model_label} answered {len(empty)} message(s) with nothing (an empty answer), "
+            f"the first: {empty[0][:80]}"
+        )
     return stats.as_dict()
 
 

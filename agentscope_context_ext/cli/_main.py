@@ -486,7 +486,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from ._chat import ModelUnreachable, run_chat
+    from ._chat import EmptyAnswer, ModelUnreachable, run_chat
     from ._models import MODEL_ENV_VARS, NoModelError
 
     if args.agent is not None and args.config is not None:
@@ -514,4 +514,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         ) from None
     except ModelUnreachable as exc:
         raise BadInput(str(exc)) from None
+    except EmptyAnswer as exc:  # the server's doing, not the user's: exit 1
+        print(f"agentscope-context chat: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK

@@ -12,7 +12,7 @@ agent runs with (``agentscope-context chat --agent agent.yaml``, ``build_agent("
       api_key_env: null                 # the variable holding the key; none for a local server
       stream: true
       options: {temperature: 0.2}       # generation options, passed to the provider as they are
-      compat: {string_content: true, tool_choice_auto: true}   # openai-compatible: strict servers
+      compat: {unescape_html: true}     # openai-compatible: request/answer shapes (design §8)
     tools:
       explorer: {roots: ["."]}          # read_file, list_dir and grep, confined to the roots
       functions: ["mypackage.tools:search_issues"]
@@ -76,16 +76,36 @@ class _Section(BaseModel):
 
 
 class OpenAICompatibility(_Section):
-    """Request shapes for an OpenAI-compatible server stricter than OpenAI's own API (checked
-    against a loopback server imitating llama-cpp-python's, which answers HTTP 500 to a list
-    of content parts or a ``null`` content and calls no tool unless ``tool_choice`` is
-    ``auto``)."""
+    """Request and answer shapes for an OpenAI-compatible server (``provider:
+    openai-compatible``; design §8). The request keys default to ``true`` but
+    ``tool_results_as_user``: the shapes they pick are valid OpenAI requests that every
+    compatible server takes, and llama-cpp-python's server takes nothing else (it answers HTTP
+    500 to a list of content parts or a ``null`` content, offers its model no tool unless
+    ``tool_choice`` is ``auto`` and ignores ``max_completion_tokens``; checked against the real
+    server in B12)."""
 
-    string_content: bool = False
+    string_content: bool = True
     """Send each message's content as one string (its text parts joined by newlines), and
     ``""`` where OpenAI's format has ``null`` (an assistant turn with only tool calls)."""
-    tool_choice_auto: bool = False
+    tool_choice_auto: bool = True
     """Send ``tool_choice: "auto"`` with the tools when the agent sets no tool choice."""
+    max_tokens: bool = True
+    """Send the output cap (``options.max_tokens``, the summary call's cap) as ``max_tokens``,
+    not as ``max_completion_tokens`` (OpenAI's newer name, which llama.cpp ignores)."""
+    unescape_html: bool = False
+    """Turn HTML entities in the answers back into characters (``&#39;`` -> ``'``): a server
+    whose chat template HTML-escapes the prompt (llama-cpp-python's
+    ``chatml-function-calling``) has its model answer with entities."""
+    empty_answer_retry: bool = True
+    """Ask an empty answer to a request that offered tools with ``tool_choice: "auto"`` again
+    with ``tool_choice: "none"``: llama-cpp-python's ``chatml-function-calling`` lets a model
+    that chose to answer in text write nothing (its grammar after ``message:`` allows only a
+    function name or the end)."""
+    tool_results_as_user: bool = False
+    """Send each tool result as a user message (``[tool result: NAME, call ID]`` and its
+    text): llama-cpp-python's ``chatml-function-calling`` template drops ``tool`` messages, so
+    its model never sees what a tool returned (a server that checks the order of tool calls
+    and results refuses this)."""
 
 
 class ModelSettings(_Section):
@@ -104,7 +124,7 @@ class ModelSettings(_Section):
     options: dict[str, Any] = Field(default_factory=dict)
     """Generation options (``temperature``, ``max_tokens``, ...), passed on as they are."""
     compat: OpenAICompatibility | None = None
-    """``openai-compatible`` only: request shapes a stricter server needs."""
+    """``openai-compatible`` only: request and answer shapes (default: each key's default)."""
 
     @field_validator("base_url")
     @classmethod
@@ -122,6 +142,13 @@ class ModelSettings(_Section):
         if value is not None and provider != "openai-compatible":
             raise ValueError(f"only for provider openai-compatible, not {provider}")
         return value
+
+    def openai_compat(self) -> OpenAICompatibility | None:
+        """The shapes an ``openai-compatible`` model's requests take (``compat``, or every
+        key's default when the file has none); ``None`` for the other providers."""
+        if self.provider != "openai-compatible":
+            return None
+        return self.compat or OpenAICompatibility()
 
     def key_env(self) -> str | None:
         """The variable the key comes from (``None``: no key needed)."""

@@ -73,6 +73,10 @@ class CompactionConfig(_Section):
     """Model name for summaries; ``null``: the agent's own model; ``extractive``: no model at all."""
     max_summary_tokens: int | None = Field(None, ge=256)
     """Size of the summary message in tokens; ``null``: 5% of the window, 512 to 4096."""
+    summary_timeout_seconds: float = Field(120.0, gt=0)
+    """Seconds one summary call may take; then its request is closed and the next attempt made."""
+    summary_output_tokens: int | None = Field(None, ge=64)
+    """The summary call's output cap, sent as the provider's max_tokens; ``null``: twice the summary's size."""
 
     def summary_tokens(self, max_input_tokens: int) -> int:
         """The summary's token budget for a window of ``max_input_tokens``."""
@@ -80,6 +84,14 @@ class CompactionConfig(_Section):
             return self.max_summary_tokens
         share = int(max_input_tokens * SUMMARY_WINDOW_SHARE)
         return max(MIN_AUTO_SUMMARY_TOKENS, min(MAX_AUTO_SUMMARY_TOKENS, share))
+
+    def summary_output_cap(self, max_input_tokens: int) -> int:
+        """The summary call's output cap for a window of ``max_input_tokens``: the model writes
+        the sections in the summary's budget, which it may pass (they are fitted afterwards),
+        but not by more than double (a summary call without a cap once ran 2,400 tokens)."""
+        if self.summary_output_tokens is not None:
+            return self.summary_output_tokens
+        return 2 * self.summary_tokens(max_input_tokens)
 
     def summary_budget_error(self, max_input_tokens: int) -> str | None:
         """Why ``max_summary_tokens`` cannot work with this window (``None`` when it can): the

@@ -149,6 +149,9 @@ class CompactionFinished(ContextEvent):
     dialog_refs: tuple[str, ...]
     seconds: float
     forced: bool = False
+    model_failure: str = ""
+    """Why the last failed model attempt failed (``TimeoutError: no answer within 120 s``,
+    ``unusable answer``, ...); empty when none failed."""
     messages: Sequence[Message] = field(default=(), repr=False)
     """The compacted messages (their views, truncated outputs read back whole), for listeners
     such as the Summarizer; not part of :attr:`data`."""

@@ -188,10 +188,10 @@ def _http_error(exc: BaseException, settings: ModelSettings | None) -> str | Non
 
 def _hint(status: int, settings: ModelSettings | None) -> str:
     """What to try when a strict OpenAI-compatible server fails on AgentScope's request shape."""
-    if settings is None or settings.provider != "openai-compatible" or status < 500:
-        return ""
-    if settings.compat is not None and settings.compat.string_content:
+    compat = settings.openai_compat() if settings is not None else None
+    if compat is None or status < 500 or compat.string_content:
         return ""
     return (
-        " (a server that takes only string content, such as llama-cpp-python's, needs model.compat)"
+        " (a server that takes only string content, such as llama-cpp-python's, needs "
+        "model.compat.string_content: true, the default)"
     )

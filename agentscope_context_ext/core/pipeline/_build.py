@@ -73,6 +73,7 @@ def build_pipeline(
         max_input_tokens=compaction_window or max_input_tokens,
         budget_tokens=config.compaction.summary_tokens(max_input_tokens),
         language=config.compaction.summary_language,
+        timeout=config.compaction.summary_timeout_seconds,
     )
     compaction = Compaction(
         config,

@@ -292,6 +292,7 @@ class Compaction:
                 summary_source=summary.source,
                 model_attempts=result.attempts,
                 model_failures=len(result.failures),
+                model_failure=result.failures[-1] if result.failures else "",
                 dialog_refs=tuple(str(ref) for ref in refs),
                 seconds=round(time.perf_counter() - started, 4),
                 forced=forced,
@@ -299,10 +300,13 @@ class Compaction:
             )
         )
         where = ", ".join(str(ref) for ref in refs)
+        by = "the model" if summary.source == "llm" else "extraction"
+        if summary.source != "llm" and result.failures:
+            by += f" (the model: {result.failures[-1][:160]})"
         await self._notice(
             f"[context] compacted{' on request' if forced else ''}: {count.total:,} -> "
             f"{after.total:,} tokens; {len(old)} message(s) saved to {where}, {kept} kept; "
-            f"summary by {'the model' if summary.source == 'llm' else 'extraction'}."
+            f"summary by {by}."
         )
         return after
 

@@ -4,9 +4,10 @@
 LLM path first: the compaction model (by default the agent's own model; the adapter supplies
 the call as ``call_model(instruction, content) -> answer text``) answers with six Markdown
 sections, parsed into ``CompactSummary`` and fitted to the summary budget; an unusable answer
-is retried once with a stricter instruction. If both attempts fail (error, timeout, empty,
-unparsable, or the model's own input repeated back) the extractive summary is used. The result
-is never an error string and never empty.
+is retried once with a stricter instruction. If both attempts fail (error, empty, unparsable, or
+the model's own input repeated back), or the first finds no answer within
+``compaction.summary_timeout_seconds`` (not retried: the agent would wait twice), the extractive
+summary is used. The result is never an error string and never empty.
 
 The call asks for plain text and nothing else: no tools, no tool choice, no structured output.
 Providers refuse those in some modes (DeepSeek's thinking mode refuses a forced tool choice;
@@ -37,7 +38,7 @@ from ..summary import (
 from ..tokens import TokenCounter
 from ..workspace import DialogRef
 
-__all__ = ["CallModel", "SummaryResult", "SummaryWriter", "final_response"]
+__all__ = ["CLOSE_GRACE_SECONDS", "CallModel", "SummaryResult", "SummaryWriter", "final_response"]
 
 CallModel = Callable[[str, str], Awaitable[str]]
 """``(system instruction, user content) -> the model's answer text``."""
@@ -55,6 +56,14 @@ async def final_response(response: Any) -> Any:
 
 
 logger = logging.getLogger("agentscope_context_ext")
+
+
+class SummaryTimeout(TimeoutError):
+    """A summary call found no answer within ``compaction.summary_timeout_seconds``."""
+
+
+CLOSE_GRACE_SECONDS = 10.0
+"""How long a summary call cancelled at its timeout may take to close its request."""
 
 
 @dataclass
@@ -79,7 +88,8 @@ class SummaryWriter:
         max_input_tokens (`int`): The compaction model's window.
         budget_tokens (`int`): Size of the whole summary message, in tokens.
         language (`str`): ``auto`` or a language name.
-        timeout (`float`): Seconds one model call may take.
+        timeout (`float`): Seconds one model call may take
+            (``compaction.summary_timeout_seconds``).
     """
 
     def __init__(
@@ -180,9 +190,12 @@ class SummaryWriter:
             )
             result.attempts += 1
             try:
-                answer = await asyncio.wait_for(
-                    self.call_model(instruction, content), timeout=self.timeout
-                )
+                answer = await self._ask(instruction, content)
+            except SummaryTimeout as exc:
+                # No stricter retry: a model too slow for one answer is as slow for the next,
+                # and the agent waits for both.
+                result.failures.append(f"TimeoutError: {exc}"[:300])
+                return None
             except Exception as exc:  # noqa: BLE001 - any model failure: retry, then extract
                 result.failures.append(f"{type(exc).__name__}: {exc}"[:300])
                 continue
@@ -196,6 +209,39 @@ class SummaryWriter:
                 continue
             return parsed
         return None
+
+    async def _ask(self, instruction: str, content: str) -> str:
+        """The model's answer to one call, within ``timeout`` seconds.
+
+        Raises:
+            `SummaryTimeout`: No answer in time. The call was cancelled and waited for (up to
+                :data:`CLOSE_GRACE_SECONDS`), so its HTTP request is closed: a server streaming
+                the answer stops writing it, and a single-slot local server is free for the
+                agent's next call (abandoned summary calls once held one for 702 s). Whatever
+                the cancelled call returned is dropped: AgentScope's models answer a
+                cancellation with the partial answer, which ``asyncio.wait_for`` would return
+                as if it were whole.
+        """
+        assert self.call_model is not None
+        call = asyncio.ensure_future(self.call_model(instruction, content))
+        try:
+            done, _ = await asyncio.wait({call}, timeout=self.timeout)
+        except asyncio.CancelledError:  # the compaction itself was cancelled: close the call
+            call.cancel()
+            raise
+        if call in done:
+            return call.result()
+        call.cancel()
+        done, _ = await asyncio.wait({call}, timeout=CLOSE_GRACE_SECONDS)
+        if done and not call.cancelled():
+            call.exception()  # retrieved: whatever the cancelled call ended with is not used
+        elif not done:
+            logger.warning(
+                "a summary call did not stop %gs after it was cancelled", CLOSE_GRACE_SECONDS
+            )
+        raise SummaryTimeout(
+            f"no answer within {self.timeout:g} s (compaction.summary_timeout_seconds)"
+        )
 
     def _chunks(self, rendered: Sequence[str]) -> list[str]:
         """The rendered messages joined into chunks that each fit in half the model's window
