@@ -179,11 +179,11 @@ def test_string_content_joins_text_parts_and_keeps_media() -> None:
 
 
 def test_the_documented_compat_examples_are_valid() -> None:
-    """README's agent file and configs/agents/llama-cpp.yaml are agent files with the compat
-    section they show."""
+    """The docs' agent file (docs/agent-files.md) and configs/agents/llama-cpp.yaml are agent
+    files with the compat section they show."""
     root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    block = readme.split("```yaml\n# agent.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
+    page = (root / "docs" / "agent-files.md").read_text(encoding="utf-8")
+    block = page.split("```yaml\n# agent.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     assert load_agent_file(yaml.safe_load(block)).model.compat is not None
     shipped = load_agent_file(root / "configs" / "agents" / "llama-cpp.yaml").model.compat
     assert shipped is not None and shipped.string_content and shipped.tool_choice_auto
