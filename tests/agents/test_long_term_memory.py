@@ -358,7 +358,7 @@ def test_journaled_job_of_a_killed_process_runs_on_next_start(
     script = textwrap.dedent(
         f"""
         import asyncio, os, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parent.parent / "support")!r}]
         from test_long_term_memory import agent_runner
         from agentscope_context_ext.core.longterm import LongTermMemory, SummarizerService
         from agentscope_context_ext.testing import ScriptedChatModel

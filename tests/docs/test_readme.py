@@ -18,7 +18,7 @@ import pytest
 
 from agentscope_context_ext.compat import agentscope_major
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 MAJOR = min(agentscope_major(), 2)
 MARKS = {"# AgentScope 1.x": 1, "# AgentScope 2.x": 2}
