@@ -9,7 +9,7 @@
 - the home page is README.md, its links to ``docs/...`` made relative to the site.
 
 Generated when the site is built, from the installed package, so the references cannot go stale;
-``tests/test_docs_site.py`` checks that they name every key and every option.
+``tests/docs/test_docs_site.py`` checks that they name every key and every option.
 """
 
 from __future__ import annotations

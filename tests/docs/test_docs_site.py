@@ -2,7 +2,7 @@
 synopses true, the generated references (docs/hooks/reference.py) name every config key and
 every command-line option, and every page is in the site's navigation.
 
-The examples of the pages run in tests/test_readme.py; `mkdocs build --strict` runs in .ci/run."""
+The examples of the pages run in tests/docs/test_readme.py; `mkdocs build --strict` runs in .ci/run."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentscope_context_ext.core.config import ContextConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 

@@ -20,7 +20,7 @@ import pytest
 
 from agentscope_context_ext.compat import agentscope_major
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 PAGES = {
