@@ -18,6 +18,10 @@ import yaml
 
 from ._chat_runs import Ran, Scenario, Setup, agent_file, scenario_row
 
+ENDED = ("completed", "exceed_max_iters")
+"""How a turn that answered ends (``ReplyFinishedReason``): done, or out of reasoning steps
+(AgentScope then has the model answer without tools, as ``chat`` does)."""
+
 TURN_READ_SECONDS = 120.0
 """The longest silence of a turn's stream before it counts as stuck: the service sends a
 heartbeat every 30 s, so only a dead server is silent this long."""
@@ -62,8 +66,9 @@ def _turn(client: httpx.Client, agent: str, session: str, text: str, deadline: f
                 finished = str(event.get("finished_reason"))
                 break
     custom = [e for e in events if e.get("type") == "CUSTOM"]
+    streamed = "".join(e.get("delta", "") for e in events if e.get("type") == "TEXT_BLOCK_DELTA")
     return {
-        "text": "".join(e.get("delta", "") for e in events if e.get("type") == "TEXT_BLOCK_DELTA"),
+        "text": streamed,
         "notices": [
             str((e.get("value") or {}).get("text", ""))
             for e in custom
@@ -80,16 +85,25 @@ def _turn(client: httpx.Client, agent: str, session: str, text: str, deadline: f
     }
 
 
-def _wait_idle(client: httpx.Client, agent: str, session: str, deadline: float) -> None:
+def _wait_idle(client: httpx.Client, agent: str, session: str, deadline: float) -> str | None:
     """Until the session's run has ended (reply and state stored): the next turn's cursor is
-    then past this one's events. Another process: polled against the deadline."""
+    then past this one's events. The text of the reply stored last (``None``: no reply is
+    stored, or the run did not end in time). Another process: polled against the deadline."""
     while time.monotonic() < deadline:
         stored = client.get(
             f"/sessions/{session}/messages", params={"agent_id": agent, "limit": 1}
         ).json()
         if not stored.get("is_running"):
-            return
+            last = (stored.get("messages") or [None])[-1] or {}
+            if last.get("role") != "assistant":
+                return None
+            return "".join(
+                str(block.get("text", ""))
+                for block in last.get("content") or []
+                if isinstance(block, dict) and block.get("type") == "text"
+            )
         time.sleep(0.2)
+    return None
 
 
 def run_serve_scenario(
@@ -122,9 +136,13 @@ def run_serve_scenario(
             ) as client:
                 session = served.new_session()
                 for text in scenario.inputs:
-                    turns.append(_turn(client, served.agent_id, session, text, deadline))
-                    _wait_idle(client, served.agent_id, session, deadline)
-                    if turns[-1]["finished"] in ("timed out", "no REPLY_END", "refused"):
+                    turn = _turn(client, served.agent_id, session, text, deadline)
+                    stored = _wait_idle(client, served.agent_id, session, deadline)
+                    # the stored reply is the answer (a text the stream did not carry as
+                    # deltas, e.g. the answer after the last reasoning step, counts too)
+                    turn["text"] = stored if stored is not None else turn["text"]
+                    turns.append(turn)
+                    if turns[-1]["finished"] not in ENDED:
                         break
         except (httpx.HTTPError, ServedAppError, ValueError) as exc:
             turns.append(
@@ -150,7 +168,7 @@ def run_serve_scenario(
     ended_well = (
         bool(turns)
         and len(turns) == len(scenario.inputs)
-        and all(t["finished"] == "completed" for t in turns)
+        and all(t["finished"] in ENDED for t in turns)
     )
     # serve's own exit is 0 on Ctrl-C; the row's "exit" says how the session went instead
     exit_code = 0 if ended_well and code == 0 else (code if code not in (0, None) else 1)
@@ -166,7 +184,7 @@ def run_serve_scenario(
             notices="\n".join(n for t in turns for n in t["notices"]),
             reported_empty=sum(1 for e in errors if "answered nothing" in e or "empty" in e),
             last_error=(errors[-1] if errors else "")
-            or next((t["finished"] for t in turns if t["finished"] != "completed"), "")
+            or next((t["finished"] for t in turns if t["finished"] not in ENDED), "")
             or next((line for line in reversed(stderr.splitlines()) if line.strip()), ""),
             traceback="Traceback" in stderr,
         ),
