@@ -54,7 +54,7 @@ class Setup:
     summary_can: tuple[bool, str] = (True, "")
 
 
-def _agent_file(setup: Setup, scenario: Scenario, workspace: Path) -> dict:
+def agent_file(setup: Setup, scenario: Scenario, workspace: Path) -> dict:
     """The shipped agent file (``configs/agents/llama-cpp.yaml``) pointed at the proxy, the
     project and a workspace of the scenario's own; its model settings as the scenario says."""
     spec = yaml.safe_load(SHIPPED.read_text(encoding="utf-8"))
@@ -118,12 +118,11 @@ def _answers(out: str) -> list[str]:
 def run_chat_scenario(
     setup: Setup, scenario: Scenario, folder: Path, proxy: Any, timeout: float
 ) -> dict:
-    from agentscope_context_ext import get_token_counter
-
+    """One ``chat`` process fed the scenario's lines; its row (:func:`scenario_row`)."""
     workspace = folder / scenario.name / "workspace"
     workspace.mkdir(parents=True)
     agent_path = folder / scenario.name / "agent.yaml"
-    agent_path.write_text(yaml.safe_dump(_agent_file(setup, scenario, workspace), sort_keys=False))
+    agent_path.write_text(yaml.safe_dump(agent_file(setup, scenario, workspace), sort_keys=False))
     first = proxy.count()
     started = time.perf_counter()
     try:
@@ -143,49 +142,97 @@ def run_chat_scenario(
         err = f"chat did not finish in {timeout:g}s"
     seconds = time.perf_counter() - started
     (folder / scenario.name / "chat.out").write_text(out + "\n--- stderr ---\n" + err)
-    exchanges = proxy.since(first)
-    found = tally(exchanges)
-    answers = _answers(out)
-    last_error = next((line for line in reversed(err.splitlines()) if line.strip()), "")
-    reported_empty = sum(
-        1 for line in err.splitlines() if line.startswith("[error]") and "answered nothing" in line
+    error = _ERROR_RE.search(out)
+    return scenario_row(
+        setup,
+        scenario,
+        proxy.since(first),
+        Ran(
+            exit=code,
+            seconds=seconds,
+            answers=_answers(out),
+            notices=out,
+            reported_empty=sum(
+                1
+                for line in err.splitlines()
+                if line.startswith("[error]") and "answered nothing" in line
+            ),
+            last_error=next((line for line in reversed(err.splitlines()) if line.strip()), ""),
+            traceback="Traceback" in err,
+            count_error=float(error.group(1)) / 100 if error else None,
+        ),
+        [workspace],
     )
-    silent = sum(1 for a in answers if not a.strip()) if code == 0 else 0
-    notices = [m.groups() for m in _NOTICE_RE.finditer(out)]
+
+
+@dataclass
+class Ran:
+    """What one scenario's process did, as its runner read it."""
+
+    exit: int
+    """Its exit code (-1: it did not finish in time)."""
+    seconds: float
+    answers: list[str]
+    """The agent's answers, one a turn."""
+    notices: str
+    """The text holding the package's notices (``summary by ...``)."""
+    reported_empty: int
+    """Empty answers reported as errors."""
+    last_error: str
+    traceback: bool
+    count_error: float | None = None
+    """The token count error ``chat`` reported at its end."""
+
+
+def scenario_row(
+    setup: Setup, scenario: Scenario, exchanges: list[Any], ran: Ran, folders: list[Path]
+) -> dict:
+    """A scenario's row: what its process did (``ran``) and what the proxy saw
+    (``exchanges``); ``folders`` are searched for the summary.md and Memory.md it wrote."""
+    from agentscope_context_ext import get_token_counter
+
+    found = tally(exchanges)
+    silent = sum(1 for a in ran.answers if not a.strip()) if ran.exit == 0 else 0
+    notices = [m.groups() for m in _NOTICE_RE.finditer(ran.notices)]
     compactions = [
         {"by": "model" if by == "the model" else "extraction", "why": why or ""}
         for by, why in notices
     ]
-    files = [workspace / "summary.md", workspace / "Memory.md"]
-    entity_files = [
-        f.name for f in files if f.is_file() and ENTITY_RE.search(f.read_text(errors="replace"))
+    files = [
+        path
+        for folder in folders
+        for name in ("summary.md", "Memory.md")
+        for path in sorted(folder.rglob(name))
     ]
-    error = _ERROR_RE.search(out)
+    entity_files = sorted(
+        {f.name for f in files if ENTITY_RE.search(f.read_text(errors="replace"))}
+    )
     counter = get_token_counter("auto", model_name=setup.model)
     rows = count_rows(exchanges, counter)
     record = {
         "scenario": scenario.name,
         "what": scenario.what,
+        "command": scenario.command,
         "in_target": scenario.in_target,
-        "exit": code,
-        "seconds": round(seconds, 1),
+        "exit": ran.exit,
+        "seconds": round(ran.seconds, 1),
         "turns": len(scenario.inputs),
-        "answers": len(answers),
+        "answers": len(ran.answers),
         "silent_empty_answers": silent,
-        "empty_answers_reported": reported_empty,
+        "empty_answers_reported": ran.reported_empty,
         "compactions": compactions,
         "entities_in_files": entity_files,
-        "chat_token_count_error": float(error.group(1)) / 100 if error else None,
+        "chat_token_count_error": ran.count_error,
         "count": count_summary(rows),
         "count_by_kind": {
             what: count_summary([r for r in rows if r["kind"] == what])
             for what in sorted({r["kind"] for r in rows})
         },
-        "summary_timeout_seconds": _agent_file(setup, scenario, workspace)["context"]
+        "summary_timeout_seconds": agent_file(setup, scenario, folders[0])["context"]
         .get("compaction", {})
         .get("summary_timeout_seconds", 120.0),
-        "last_error_line": last_error[:300] if code != 0 else "",
-        "traceback": "Traceback" in err,
+        "last_error_line": ran.last_error[:300] if ran.exit != 0 else "",
+        "traceback": ran.traceback,
         **found,
     }
     record["met"] = _met(record, scenario, setup)

@@ -214,3 +214,57 @@ def test_the_summary_calls_output_cap_is_obeyed(proxy: RecordingProxy) -> None:
     ]
     assert 0 < len(deltas) <= 12
     assert answer.strip()
+
+
+SHIPPED = Path(__file__).resolve().parent.parent / "configs" / "agents" / "llama-cpp.yaml"
+
+
+def test_serve_with_the_shipped_agent_file_runs_a_tool_turn_on_the_real_server(
+    proxy: RecordingProxy, tmp_path: Path
+) -> None:
+    """``agentscope-context serve`` with ``configs/agents/llama-cpp.yaml`` (pointed at the
+    server, SmolLM2): a session over HTTP, a tool turn. Every call carries the file's model
+    settings, compat included (serve once dropped compat and the parameters), the server
+    answers each with 200, and the stored reply has text: no empty answer."""
+    from served_app import ServeProcess, serve_options, service_missing
+
+    if service_missing() is not None:
+        pytest.skip(str(service_missing()))
+    spec = yaml.safe_load(SHIPPED.read_text(encoding="utf-8"))
+    spec["model"].update(model="smollm2", base_url=proxy.url)
+    spec["model"]["options"] = {"temperature": 0.0, "max_tokens": 48}
+    spec["tools"] = {"explorer": {"roots": [str(_project(tmp_path))]}}
+    spec["max_iters"] = 2
+    spec["context"]["max_input_tokens"] = 4096
+    spec["context"]["long_term_memory"] = {"enabled": False}
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
+    served = ServeProcess(serve_options(tmp_path, tmp_path / "agent.yaml"), tmp_path)
+    try:
+        session = served.new_session()
+        served.chat(session, "Read calc.py with read_file and tell me what add does.")
+        stored = served.replies(
+            session, lambda messages: bool(messages) and messages[-1]["role"] == "assistant", 900
+        )
+    finally:
+        stderr = served.stop()
+    assert "Traceback" not in stderr, stderr
+    exchanges = proxy.since(0)
+    assert exchanges and all(e.status == 200 for e in exchanges), [e.body[:200] for e in exchanges]
+    for exchange in exchanges:
+        request = exchange.request
+        assert request["max_tokens"] == 48 and "max_completion_tokens" not in request
+        assert request["temperature"] == 0.0
+        assert all(isinstance(m["content"], str) for m in request["messages"])
+        assert not any(m["role"] == "tool" for m in request["messages"])  # tool_results_as_user
+    assert exchanges[0].request["tool_choice"] == "auto" and exchanges[0].request["stream"]
+    called = [e for e in exchanges if "tool_calls" in e.body]
+    assert called, "the model called a tool"
+    after = exchanges[exchanges.index(called[0]) + 1 :]
+    assert any(
+        m["role"] == "user" and m["content"].startswith("[tool result: ")
+        for e in after
+        for m in e.request["messages"]
+    )
+    reply = stored[-1]
+    text = "".join(b.get("text", "") for b in reply["content"] if b.get("type") == "text")
+    assert text.strip(), reply
