@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 
-__all__ = ["agentscope_major", "agentscope_version"]
+__all__ = ["agent_class_name", "agentscope_major", "agentscope_version"]
 
 
 @functools.cache
@@ -23,3 +23,9 @@ def agentscope_major() -> int:
     version = agentscope_version()
     head = version.split(".", 1)[0]
     return int(head) if head.isdigit() else 0
+
+
+def agent_class_name() -> str:
+    """The installed major's agent class, as its users know it: ``Agent`` (2.x) or
+    ``ReActAgent`` (1.x); for help texts, which must not import AgentScope to say so."""
+    return "Agent" if agentscope_major() >= 2 else "ReActAgent"
