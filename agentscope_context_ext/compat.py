@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-from importlib import metadata
 
 __all__ = ["agent_class_name", "agentscope_major", "agentscope_version"]
 
@@ -12,6 +11,10 @@ __all__ = ["agent_class_name", "agentscope_major", "agentscope_version"]
 @functools.cache
 def agentscope_version() -> str:
     """The installed AgentScope's version (``""`` when it is not installed)."""
+    # imported here: importlib.metadata (and the email package it loads) is most of what
+    # ``import agentscope_context_ext`` costs, and only a name of the adapters needs it
+    from importlib import metadata
+
     try:
         return metadata.version("agentscope")
     except metadata.PackageNotFoundError:
