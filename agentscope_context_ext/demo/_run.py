@@ -42,11 +42,12 @@ def default_root() -> Path:
 
 
 def demo_config(
-    config: ContextConfig | None, out: Path, workspace: str | None = None
+    config: ContextConfig | None, out: Path, workspace: str | None = None, notices: bool = False
 ) -> ContextConfig:
     """The demo's settings (or the user's config), with the workspace in the output folder (or
     ``workspace``, e.g. a Redis URL), extractive summaries (no model is needed offline),
-    long-term memory off and no notices (the demo reports each compaction itself)."""
+    long-term memory off and no notices but with ``notices`` (Studio: the demo reports each
+    compaction itself otherwise)."""
     data = (
         config.model_dump()
         if config is not None
@@ -56,8 +57,9 @@ def demo_config(
     data["compaction"]["model"] = "extractive"
     data["long_term_memory"]["enabled"] = False
     # the demo prints one line per compaction itself (with its step, to its stream): the
-    # pipeline's own notices would say each compaction a second time
-    data["notices"] = False
+    # pipeline's own notices would say each compaction a second time. With Studio attached
+    # they are on (they are how Studio shows a compaction) and the demo's line is left out.
+    data["notices"] = notices
     return ContextConfig.model_validate(data)
 
 
@@ -92,7 +94,7 @@ async def _run(
     logging.getLogger("as").setLevel(logging.WARNING if studio else logging.ERROR)
     if workspace is None and (out / "workspace").exists():
         shutil.rmtree(out / "workspace")  # a fresh run, not a continuation of the last one
-    config = demo_config(user_config, out, workspace)
+    config = demo_config(user_config, out, workspace, notices=studio)
     root = root.resolve()
     plan = exploration_plan(root)
     tokens_per_step: list[int] = []
@@ -142,6 +144,8 @@ async def _run(
             # compacted one): the report and the plot show it at the compaction's step.
             compaction_steps.append(len(tokens_per_step) + 1)
             compaction_tokens.append(event.tokens_before)
+            if config.notices:
+                return  # the pipeline's notice said it
             say(
                 f"      compaction before step {len(tokens_per_step) + 1}: context "
                 f"{event.tokens_before:,} -> {event.tokens_after:,} tokens, "
