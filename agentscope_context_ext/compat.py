@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import functools
-from importlib import metadata
 
-__all__ = ["agentscope_major", "agentscope_version"]
+__all__ = ["agent_class_name", "agentscope_major", "agentscope_version"]
 
 
 @functools.cache
 def agentscope_version() -> str:
     """The installed AgentScope's version (``""`` when it is not installed)."""
+    # imported here: importlib.metadata (and the email package it loads) is most of what
+    # ``import agentscope_context_ext`` costs, and only a name of the adapters needs it
+    from importlib import metadata
+
     try:
         return metadata.version("agentscope")
     except metadata.PackageNotFoundError:
@@ -23,3 +26,9 @@ def agentscope_major() -> int:
     version = agentscope_version()
     head = version.split(".", 1)[0]
     return int(head) if head.isdigit() else 0
+
+
+def agent_class_name() -> str:
+    """The installed major's agent class, as its users know it: ``Agent`` (2.x) or
+    ``ReActAgent`` (1.x); for help texts, which must not import AgentScope to say so."""
+    return "Agent" if agentscope_major() >= 2 else "ReActAgent"

@@ -12,13 +12,15 @@ import math
 import re
 from typing import NoReturn
 
-from ..core.workspace import MAX_TTL_DAYS
-
-__all__ = ["ArgumentParser", "UsageError", "dash_query", "days"]
+__all__ = ["ArgumentParser", "BadInput", "UsageError", "dash_query", "days"]
 
 
 class UsageError(Exception):
     """A bad option or value, as argparse words it, with the command it belongs to."""
+
+
+class BadInput(Exception):
+    """A user mistake a command finds (a missing folder, a bad value): one line, exit code 2."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -33,6 +35,8 @@ class ArgumentParser(argparse.ArgumentParser):
 def days(value: str) -> float:
     """A number of days for ``--ttl-days``: finite and positive (``nan`` compares false with
     every age, so it would have deleted every saved result; ``inf`` would never delete one)."""
+    from ..core.workspace import MAX_TTL_DAYS  # only when --ttl-days is given
+
     try:
         number = float(value)
     except ValueError:

@@ -58,13 +58,14 @@ def inspect_workspace(workspace: str | Path | Storage, ttl_days: float, stream: 
     keys = [f"tool_result/{name}" for name in storage.names("tool_result")]
     stamps = sorted((storage.mtime(key) or 0.0, key) for key in keys)
     now = time.time()
-    ages = [(now - mtime) / 86400 for mtime, _ in stamps]
+    ages = [max(0.0, now - mtime) for mtime, _ in stamps]  # a clock set back: not negative
     figures["tool_results"] = len(keys)
     if keys:
-        expiring = sum(age > ttl_days - 1 for age in ages)
+        expiring = sum(age > (ttl_days - 1) * 86400 for age in ages)
+        size = _size(sum(storage.size(k) for k in keys))
         say(
-            f"tool_result/: {len(keys)} file(s), {_size(sum(storage.size(k) for k in keys))}, oldest "
-            f"{ages[0]:.1f} days, newest {ages[-1] * 24 * 60:.0f} min; {expiring} expire within a day (ttl {ttl_days:g} days)"
+            f"tool_result/: {len(keys)} file(s), {size}, oldest {age_text(ages[0])}, newest "
+            f"{age_text(ages[-1])}; {expiring} expire within a day (ttl {ttl_days:g} days)"
         )
     else:
         say("tool_result/: empty")
@@ -101,6 +102,18 @@ def inspect_workspace(workspace: str | Path | Storage, ttl_days: float, stream: 
         failed_jobs=failed,
     )
     return figures
+
+
+def age_text(seconds: float) -> str:
+    """An age in the unit that reads best, the same for every age shown: ``40 s``, ``4 min``,
+    ``5.2 h``, ``3.0 days``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def _size(size: int) -> str:

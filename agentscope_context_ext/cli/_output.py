@@ -14,8 +14,18 @@ import os
 import select
 import sys
 
-__all__ = ["EXIT_CLOSED_OUTPUT", "discard_stdout", "stdout_closed"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_CLOSED_OUTPUT",
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "discard_stdout",
+    "stdout_closed",
+]
 
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_BAD_INPUT = 2
 EXIT_CLOSED_OUTPUT = 141
 """The exit code when the reader of standard output went away (128 + SIGPIPE)."""
 

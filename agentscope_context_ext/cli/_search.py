@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from ..adapter import installed
+from ..core.messages import Message
 from ..core.search import (
     REGISTRY_KEY,
     Conversation,
@@ -109,7 +110,7 @@ def search_workspace(
         if before // 10_000 != counted[0] // 10_000:
             print(f"indexing: {counted[0]:,} message(s) and output(s)...", file=err, flush=True)
 
-    view = record_view(installed.open_dialog(chosen[0].conversation.storage))
+    view = _installed_view(chosen[0].conversation.storage)
     for item in chosen:
         conversation = item.conversation
         conversation.view = view
@@ -196,3 +197,18 @@ def _registered(storage: Storage) -> bool:
 def _own(storage: Storage) -> bool:
     """Whether ``storage`` is one conversation's workspace (it has saved history)."""
     return bool(storage.names(DIALOG_DIRNAME) or storage.names("tool_result"))
+
+
+def _installed_view(storage: Storage) -> Callable[[dict], Message]:
+    """The installed AgentScope's view of a saved dialog record, imported at the first record
+    to index: a search whose index is up to date does not pay seconds for AgentScope."""
+    views: list[Callable[[dict], Message]] = []
+
+    def view(record: dict) -> Message:
+        if not views:
+            from ..adapter import installed
+
+            views.append(record_view(installed.open_dialog(storage)))
+        return views[0](record)
+
+    return view

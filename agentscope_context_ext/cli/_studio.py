@@ -9,22 +9,19 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
-from ..adapter import installed
-from ..core.errors import StudioError
-
-__all__ = ["StudioError", "connect_studio", "studio", "studio_arguments"]
-
-connect_studio = installed.connect_studio
+__all__ = ["studio", "studio_arguments"]
 
 
 @contextlib.contextmanager
 def studio(args: argparse.Namespace, name: str) -> Iterator[None]:
     """Attach the command's run to Studio when ``--studio-url`` is given (a Studio that cannot
-    be reached is a ``StudioError``, one line), and send the last spans when it ends."""
+    be reached is a ``core.errors.StudioError``, one line), and send the last spans when it ends."""
     if args.studio_url is None:
         yield
         return
-    export = connect_studio(args.studio_url, args.project, name)
+    from ..adapter import installed  # AgentScope, only for a run that goes to Studio
+
+    export = installed.connect_studio(args.studio_url, args.project, name)
     if export is not None:
         print(f"traces: {export.endpoint} (project {export.project})", flush=True)
     try:

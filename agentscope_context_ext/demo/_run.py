@@ -42,11 +42,12 @@ def default_root() -> Path:
 
 
 def demo_config(
-    config: ContextConfig | None, out: Path, workspace: str | None = None
+    config: ContextConfig | None, out: Path, workspace: str | None = None, notices: bool = False
 ) -> ContextConfig:
     """The demo's settings (or the user's config), with the workspace in the output folder (or
-    ``workspace``, e.g. a Redis URL), extractive summaries (no model is needed offline) and
-    long-term memory off."""
+    ``workspace``, e.g. a Redis URL), extractive summaries (no model is needed offline),
+    long-term memory off and no notices but with ``notices`` (Studio: the demo reports each
+    compaction itself otherwise)."""
     data = (
         config.model_dump()
         if config is not None
@@ -55,6 +56,10 @@ def demo_config(
     data["workspace"] = workspace or str(out / "workspace")
     data["compaction"]["model"] = "extractive"
     data["long_term_memory"]["enabled"] = False
+    # the demo prints one line per compaction itself (with its step, to its stream): the
+    # pipeline's own notices would say each compaction a second time. With Studio attached
+    # they are on (they are how Studio shows a compaction) and the demo's line is left out.
+    data["notices"] = notices
     return ContextConfig.model_validate(data)
 
 
@@ -89,7 +94,7 @@ async def _run(
     logging.getLogger("as").setLevel(logging.WARNING if studio else logging.ERROR)
     if workspace is None and (out / "workspace").exists():
         shutil.rmtree(out / "workspace")  # a fresh run, not a continuation of the last one
-    config = demo_config(user_config, out, workspace)
+    config = demo_config(user_config, out, workspace, notices=studio)
     root = root.resolve()
     plan = exploration_plan(root)
     tokens_per_step: list[int] = []
@@ -131,13 +136,20 @@ async def _run(
     manager = run.manager
     holder["manager"] = manager
     compaction_steps: list[int] = []
+    compaction_tokens: list[int] = []
 
     def on_event(event) -> None:
         if event.type == "compaction_finished":
+            # The context the trigger counted never reaches the model (the next prompt is the
+            # compacted one): the report and the plot show it at the compaction's step.
             compaction_steps.append(len(tokens_per_step) + 1)
+            compaction_tokens.append(event.tokens_before)
+            if config.notices:
+                return  # the pipeline's notice said it
             say(
-                f"      compaction: {event.data['tokens_before']:,} -> {event.data['tokens_after']:,} tokens, "
-                f"{event.data['messages_compacted']} messages saved to {', '.join(event.data['dialog_refs'])}"
+                f"      compaction before step {len(tokens_per_step) + 1}: context "
+                f"{event.tokens_before:,} -> {event.tokens_after:,} tokens, "
+                f"{event.messages_compacted} messages saved to {', '.join(event.dialog_refs)}"
             )
 
     manager.subscribe(on_event)
@@ -158,6 +170,8 @@ async def _run(
     report = {
         "steps": len(tokens_per_step),
         "peak_prompt_tokens": max(tokens_per_step, default=0),
+        # the largest context counted, a compaction's "before" included (never sent as it was)
+        "peak_context_tokens": max([*tokens_per_step, *compaction_tokens], default=0),
         "mean_prompt_tokens": round(sum(tokens_per_step) / len(tokens_per_step))
         if tokens_per_step
         else 0,
@@ -180,16 +194,22 @@ async def _run(
         out,
         f"agentscope-context demo: exploring {root.name}",
         report,
-        [Curve("prompt tokens", tokens_per_step, compaction_steps)],
+        [Curve("prompt tokens", tokens_per_step, compaction_steps, compaction_tokens)],
         manager.max_input_tokens,
         manager.pipeline.trigger_tokens,
-        details={"per_step_tokens": tokens_per_step, "answer": answer},
+        details={
+            "per_step_tokens": tokens_per_step,
+            "compaction_steps": compaction_steps,
+            "compaction_tokens_before": compaction_tokens,
+            "answer": answer,
+        },
     )
     say()
     say("| figure | value |\n|---|---:|")
     for key in (
         "steps",
         "peak_prompt_tokens",
+        "peak_context_tokens",
         "max_input_tokens",
         "compactions",
         "truncations",

@@ -22,6 +22,9 @@ class Curve:
     label: str
     tokens: list[int]
     compaction_steps: list[int] = field(default_factory=list)
+    compaction_tokens: list[int] = field(default_factory=list)
+    """The context each compaction found (its "before", in ``compaction_steps``' order): drawn
+    at that height, a line down to the step's prompt; without it, the mark is on the curve."""
 
 
 def aggregate(summaries: Sequence[dict]) -> dict[str, Any]:
@@ -147,16 +150,27 @@ def plot_tokens(path: Path, title: str, curves: Sequence[Curve], window: int, tr
             alpha=0.35 if many else 0.95,
             label=None if many else curve.label,
         )
-        marks = [s for s in curve.compaction_steps if 1 <= s <= len(curve.tokens)]
+        marks = [
+            (step, curve.compaction_tokens[i] if i < len(curve.compaction_tokens) else None)
+            for i, step in enumerate(curve.compaction_steps)
+            if 1 <= step <= len(curve.tokens)
+        ]
+        for step, before in marks:
+            if before is not None:
+                axis.vlines(step, curve.tokens[step - 1], before, color="crimson", linestyle=":")
         if marks:
             axis.scatter(
-                marks,
-                [curve.tokens[s - 1] for s in marks],
+                [step for step, _ in marks],
+                [curve.tokens[step - 1] if before is None else before for step, before in marks],
                 marker="v",
                 color="crimson",
                 zorder=5,
                 s=28,
-                label=None if many or curve is not curves[0] else "compaction",
+                label=None
+                if many or curve is not curves[0]
+                else "compaction (the context it found)"
+                if curve.compaction_tokens
+                else "compaction",
             )
     axis.axhline(window, color="black", linewidth=1.2, linestyle="-", label=f"window ({window:,})")
     axis.axhline(
@@ -165,7 +179,8 @@ def plot_tokens(path: Path, title: str, curves: Sequence[Curve], window: int, tr
     axis.set_xlabel("step (model call)")
     axis.set_ylabel("prompt tokens")
     axis.set_title(title)
-    axis.set_ylim(0, max([window * 1.08] + [max(c.tokens, default=0) * 1.05 for c in curves]))
+    highest = [max([*c.tokens, *c.compaction_tokens], default=0) * 1.05 for c in curves]
+    axis.set_ylim(0, max([window * 1.08, *highest]))
     axis.grid(alpha=0.3)
     axis.legend(loc="upper left", fontsize=8)
     figure.tight_layout()

@@ -133,9 +133,9 @@ def config_reference(model: type[BaseModel] | None = None) -> str:
 
 def cli_parser() -> argparse.ArgumentParser:
     """The ``agentscope-context`` parser, with every command's."""
-    from agentscope_context_ext.cli._main import _parser
+    from agentscope_context_ext.cli import build_parser
 
-    return _parser()
+    return build_parser()
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ def test_demo_runs_a_real_agent_and_reports(tmp_path: Path, capsys: pytest.Captu
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "step   1 | prompt" in printed and "compaction:" in printed
+    assert "step   1 | prompt" in printed and "compaction before step" in printed
     report = json.loads((out / "report.json").read_text())
     assert report["compactions"] >= 1
     assert report["truncations"] >= 1 and report["retruncations"] >= 1
@@ -47,6 +49,32 @@ def test_demo_runs_a_real_agent_and_reports(tmp_path: Path, capsys: pytest.Captu
     for line in lines:
         assert "-> ok" not in line and "read_file(" not in line, line
         assert not line.rstrip().endswith(("— read", "→ ok")), line
+
+
+def test_demo_reports_each_compaction_once_with_the_figures_of_its_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 45: the pipeline's notice and the demo's own line both reported each compaction,
+    and the context a compaction found (14,356) was in neither the report nor the plot."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    lines = [line for line in printed.splitlines() if "compact" in line and " -> " in line]
+    assert len(lines) == report["compactions"] >= 1, lines
+    assert report["compactions"] == len(report["compaction_tokens_before"])
+    for line, step, before in zip(
+        lines, report["compaction_steps"], report["compaction_tokens_before"], strict=True
+    ):
+        assert f"before step {step}: context {before:,} ->" in line
+    assert report["peak_context_tokens"] == max(
+        report["per_step_tokens"] + report["compaction_tokens_before"]
+    )
+    assert f"| peak_context_tokens | {report['peak_context_tokens']:,} |" in printed
+    assert (
+        f"| peak_context_tokens | {report['peak_context_tokens']:,} |"
+        in (out / "report.md").read_text()
+    )
 
 
 def test_demo_on_another_folder_with_a_config(tmp_path: Path) -> None:
@@ -160,6 +188,42 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture) -> 
         main([command, "--help"])
     assert done.value.code == 0
     assert "usage: agentscope-context " + command in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["demo", "chat"])
+def test_demo_and_chat_help_name_the_installed_majors_agent(
+    command: str, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 45: both said "ReActAgent" on 2.x, whose agent is ``Agent``."""
+    from agentscope_context_ext.compat import agentscope_major
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    if agentscope_major() >= 2:
+        assert "AgentScope Agent with" in shown and "ReActAgent" not in shown
+    else:
+        assert "AgentScope ReActAgent with" in shown
+
+
+def test_inspect_shows_every_age_in_the_unit_that_reads_best(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 45: "oldest 0.0 days, newest 4 min" - two units, and a fresh file 0.0 days old."""
+    saved = tmp_path / "ws" / "tool_result"
+    saved.mkdir(parents=True)
+    now = time.time()
+    for name, age in (("old.txt", 3 * 86400), ("hours.txt", 5 * 3600), ("new.txt", 20)):
+        (saved / name).write_text("output\n", encoding="utf-8")
+        os.utime(saved / name, (now - age, now - age))
+    assert main(["inspect", str(tmp_path / "ws")]) == 0
+    assert re.search(r"oldest 3\.0 days, newest \d\d? s;", capsys.readouterr().out)
+    os.utime(saved / "old.txt", (now - 30, now - 30))
+    os.utime(saved / "hours.txt", (now - 240, now - 240))
+    assert main(["inspect", str(tmp_path / "ws")]) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"oldest 4 min, newest \d\d? s;", printed), printed
+    assert "0.0 days" not in printed
 
 
 def test_chat_continues_its_session(

@@ -151,3 +151,33 @@ def test_serve_on_agentscope_1_is_refused_in_one_line(tmp_path):
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "AgentScope 2.x's own service" in line
+
+
+@needs_service
+def test_serve_writes_nothing_in_the_folder_it_is_started_from(tmp_path):
+    """Issue 45: serve left ``agentscope-context-serve/`` in the user's checkout. By default
+    its records and workspaces go to $XDG_DATA_HOME/agentscope-context/serve; a turn served
+    from a checkout leaves the checkout (and the agent file's folder) as it was."""
+    checkout, data, files = tmp_path / "checkout", tmp_path / "data", tmp_path / "files"
+    for folder in (checkout, data, files):
+        folder.mkdir()
+
+    def respond(request: dict) -> Reply:
+        return Reply(text="hello")
+
+    with ModelServer("openai", respond) as model:
+        spec = agent_file(files, model.url)
+        before = sorted(p.name for p in files.iterdir())
+        env = {"XDG_DATA_HOME": str(data)}
+        served = ServeProcess(["--agent", str(spec), "--port", "0"], checkout, env=env)
+        try:
+            session = served.new_session()
+            served.chat(session, "hi")
+            served.replies(
+                session, lambda stored: any(m["role"] == "assistant" for m in stored), START_SECONDS
+            )
+        finally:
+            served.stop()
+    assert sorted(p.relative_to(checkout) for p in checkout.rglob("*")) == []
+    assert sorted(p.name for p in files.iterdir()) == before
+    assert (data / "agentscope-context" / "serve" / "app.db").is_file()

@@ -505,14 +505,14 @@ class ServeProcess:
     """``agentscope-context serve ARGS`` in a subprocess, up once it printed where it serves:
     ``url``, ``user``, the body of a new session (``session_body``) and an HTTP ``client``."""
 
-    def __init__(self, args: list[str], cwd: Path) -> None:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
             [SERVE_COMMAND, "serve", *args],
             cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         self.lines: list[str] = []
         assert self.process.stdout is not None

@@ -1,31 +1,17 @@
-"""Typed events and the statistics built from them (design §9).
-
-Every action of the extension emits one event, an instance of one class per kind of action
-(:class:`ToolResultTruncated`, :class:`CompactionFinished`, ...), each a frozen dataclass with
-its numbers as fields. Listeners subscribe through ``manager.subscribe(callback)``; every event
-also goes to the ``agentscope_context_ext`` logger, and :class:`ContextStats` folds them into
-``manager.stats``. ``event.type`` names the kind (``"compaction_finished"``) and ``event.data``
-is the numbers as a dict, for logs and reports.
-
-One module on purpose: it is the catalogue of events (one short class each), read as a list by
-anyone writing a listener, with the stats that fold them and the bus that delivers them.
-"""
+"""The catalogue of events (design §9): one frozen dataclass per kind of action, its numbers
+as fields. Read as a list by anyone writing a listener."""
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .messages import Message
-from .tokens import UsageVerdict
-
-logger = logging.getLogger("agentscope_context_ext")
+from ..messages import Message
+from ..tokens import UsageVerdict
 
 __all__ = [
     "CompactionFailed",
@@ -35,16 +21,15 @@ __all__ = [
     "ContextError",
     "ContextEvent",
     "ContextOverflow",
-    "ContextStats",
     "ContextWarning",
     "DialogSaved",
-    "EventBus",
     "MemoryWritten",
     "ProviderOverflowRecovered",
     "SaveFailed",
     "TokenCountJudged",
     "ToolResultRetruncated",
     "ToolResultTruncated",
+    "Truncation",
     "TtlCleanup",
     "UsageIgnored",
     "UserMessageOffloaded",
@@ -78,7 +63,7 @@ class ContextEvent:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Truncation(ContextEvent):
+class Truncation(ContextEvent):
     """What one truncation stage did to one tool result."""
 
     tool: str
@@ -96,14 +81,14 @@ class _Truncation(ContextEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolResultTruncated(_Truncation):
+class ToolResultTruncated(Truncation):
     """Stage one cut a tool result as it arrived."""
 
     type: ClassVar[str] = "tool_result_truncated"
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolResultRetruncated(_Truncation):
+class ToolResultRetruncated(Truncation):
     """Stage two (or the window guard) cut an older tool result harder."""
 
     type: ClassVar[str] = "tool_result_retruncated"
@@ -315,116 +300,3 @@ class ContextError(ContextEvent):
     error: str = ""
     largest: str = ""
     parts: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class ContextStats:
-    """Totals over the events of one manager."""
-
-    counts: Counter = field(default_factory=Counter)
-    """Events by type."""
-    bytes_offloaded: int = 0
-    """Bytes of tool output moved out of the context to ``tool_result/``."""
-    tokens_saved_by_truncation: int = 0
-    """Tokens removed from the context by both truncation stages."""
-    tokens_saved_by_compaction: int = 0
-    """Tokens removed from the context by compactions."""
-    messages_compacted: int = 0
-    """Messages moved from memory to ``dialog/``."""
-    last_prompt_tokens: int = 0
-    """The context size the last exact check counted (far below the trigger a check only bounds
-    the size and is not recorded; ``await manager.count()`` is always exact)."""
-    peak_prompt_tokens: int = 0
-    """The largest context size an exact check counted."""
-    token_count_error: float | None = None
-    """Relative gap between our count and the provider's reported input tokens (last like call),
-    whatever its cause: :attr:`token_count` says whether it is a count error."""
-    token_count: UsageVerdict | None = None
-    """What the provider's counts of the last like calls say about ours: a count error or a
-    server's template skew (``kind``, ``form``, ...; ``None`` before the first report)."""
-    usage_shift: int = 0
-    """What calibration added to the last exact count (``calibrate_with_usage``)."""
-    hook_seconds: float = 0.0
-    """Time spent inside the hooks."""
-
-    @property
-    def compactions(self) -> int:
-        """Compactions that finished."""
-        return self.counts[CompactionFinished.type]
-
-    @property
-    def truncations(self) -> int:
-        """Stage-one truncations."""
-        return self.counts[ToolResultTruncated.type]
-
-    @property
-    def retruncations(self) -> int:
-        """Stage-two truncations (results cut to their notice included)."""
-        return self.counts[ToolResultRetruncated.type]
-
-    def record(self, event: ContextEvent) -> None:
-        """Fold one event into the totals."""
-        self.counts[event.type] += 1
-        if isinstance(event, _Truncation):
-            # Stage two saves a copy too, of a result stage one left whole.
-            self.bytes_offloaded += event.bytes_offloaded
-            self.tokens_saved_by_truncation += event.tokens_saved
-        elif isinstance(event, UserMessageOffloaded):
-            self.bytes_offloaded += event.bytes_before
-            self.tokens_saved_by_truncation += event.tokens_saved
-        elif isinstance(event, CompactionFinished):
-            self.tokens_saved_by_compaction += max(0, event.tokens_before - event.tokens_after)
-            self.messages_compacted += event.messages_compacted
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data, for reports."""
-        return {
-            "counts": dict(self.counts),
-            "compactions": self.compactions,
-            "truncations": self.truncations,
-            "retruncations": self.retruncations,
-            "bytes_offloaded": self.bytes_offloaded,
-            "tokens_saved_by_truncation": self.tokens_saved_by_truncation,
-            "tokens_saved_by_compaction": self.tokens_saved_by_compaction,
-            "messages_compacted": self.messages_compacted,
-            "last_prompt_tokens": self.last_prompt_tokens,
-            "peak_prompt_tokens": self.peak_prompt_tokens,
-            "token_count_error": self.token_count_error,
-            "token_count": self.token_count.as_dict() if self.token_count else None,
-            "usage_shift": self.usage_shift,
-            "hook_seconds": round(self.hook_seconds, 6),
-        }
-
-
-Listener = Callable[[ContextEvent], Awaitable[None] | None]
-
-
-class EventBus:
-    """Delivers events to the stats, the logger and the subscribers."""
-
-    def __init__(self) -> None:
-        self.stats = ContextStats()
-        self._listeners: list[Listener] = []
-
-    def subscribe(self, callback: Listener) -> Callable[[], None]:
-        """Call ``callback(event)`` (sync or async) for every event; returns an unsubscriber."""
-        self._listeners.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._listeners:
-                self._listeners.remove(callback)
-
-        return unsubscribe
-
-    async def emit(self, event: ContextEvent) -> ContextEvent:
-        """Record, log and deliver one event. A failing listener is logged, never raised."""
-        self.stats.record(event)
-        logger.log(event.level, "%s", event.describe())
-        for listener in list(self._listeners):
-            try:
-                result = listener(event)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                logger.exception("event listener %r failed on %s", listener, event.type)
-        return event

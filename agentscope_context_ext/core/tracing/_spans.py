@@ -1,41 +1,14 @@
-"""Spans of what the context manager did, in OpenTelemetry traces (design §9.1).
-
-When an OpenTelemetry SDK ``TracerProvider`` is installed (:func:`trace_to` installs one that
-exports to AgentScope Studio or any OTLP receiver; AgentScope 1.x's ``agentscope.init`` installs
-one too), each action of the extension is a span, a child of the span that is current when it
-happens (the agent's ``invoke_agent`` span, or the ``execute_tool`` span of the tool whose
-output is cut), with that span's ``gen_ai.conversation.id``:
-
-- ``context.truncate``: one tool result cut by stage one (``agentscope_context.stage`` 1, as
-  it arrives) or stage two (2, as it ages): tool, call id, bytes before and after, the file
-  with the full text;
-- ``context.compact``: one compaction, its whole duration: tokens before and after, messages
-  compacted and kept, the dialog file and lines, the summary's source and text; the summary
-  model's ``chat`` span is its child;
-- ``context.summarizer``: one run of the long-term memory Summarizer after a compaction;
-- ``context.offload`` (a large user message saved), ``context.recover`` (a call the provider
-  rejected for its length, compacted and sent again), ``context.refuse`` (a prompt that cannot
-  fit, refused), ``context.overflow``, ``context.save_failed``, ``context.memory_write``,
-  ``context.consolidate``; a ``warning`` event is a span event on the current span.
-
-Attribute names are the OpenTelemetry GenAI conventions' where one exists (``gen_ai.tool.name``,
-``gen_ai.usage.input_tokens``, ...), ours under ``agentscope_context.`` otherwise; no name is
-both a value and a prefix of another (Studio nests attributes by their dots).
-
-With no SDK provider installed, nothing here does any work beyond one ``isinstance`` check per
-event (events are rare: a cut, a compaction), so tracing off costs nothing measurable (B1).
-One module on purpose: the span catalogue is read as one list, beside the events it mirrors.
-"""
+"""The spans of what the context manager did (design §9.1): the tracer, the conversation a
+span belongs to, and one span (or span event) per kind of event, as ``tracing`` describes."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from .events import (
+from ..events import (
     CompactionFailed,
     CompactionFinished,
     CompactionStarted,
@@ -66,14 +39,12 @@ __all__ = [
     "CONVERSATION_ID",
     "SCOPE",
     "SUMMARY_TEXT",
-    "chat_span",
+    "clean_attributes",
     "context_span",
     "conversation_id",
-    "correct_chat_span",
     "fail_span",
-    "flat_tool_definitions",
     "in_conversation",
-    "record_chat_answer",
+    "otel_trace",
     "record_span",
     "tracer",
     "tracing_enabled",
@@ -133,7 +104,7 @@ def in_conversation(conversation: str | None) -> Iterator[None]:
         _conversation.reset(token)
 
 
-def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
+def clean_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """``attributes`` as OpenTelemetry takes them: ``None`` left out, tuples as lists of one
     type (strings when mixed)."""
     out: dict[str, Any] = {}
@@ -157,7 +128,7 @@ def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 def _span_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """``attributes`` cleaned, with the conversation the span belongs to."""
-    values = _clean(attributes)
+    values = clean_attributes(attributes)
     conversation = conversation_id()
     if conversation:
         values[CONVERSATION_ID] = conversation
@@ -290,7 +261,7 @@ def record_span(event: ContextEvent) -> None:
         if span.is_recording():
             span.add_event(
                 "context.warning",
-                _clean({_P + "where": event.where, _P + "error": event.error}),
+                clean_attributes({_P + "where": event.where, _P + "error": event.error}),
             )
 
 
@@ -310,7 +281,7 @@ def _compaction(event: CompactionStarted | CompactionFinished | CompactionFailed
         )
     elif isinstance(event, CompactionFinished):
         span.set_attributes(
-            _clean(
+            clean_attributes(
                 {
                     _P + "tokens.after": event.tokens_after,
                     _P + "summary.source": event.summary_source,
@@ -322,7 +293,7 @@ def _compaction(event: CompactionStarted | CompactionFinished | CompactionFailed
         )
     else:
         span.set_attributes(
-            _clean(
+            clean_attributes(
                 {
                     _P + "failure.reason": event.reason,
                     _P + "failure.error": event.error or None,
@@ -330,85 +301,3 @@ def _compaction(event: CompactionStarted | CompactionFinished | CompactionFailed
             )
         )
         span.set_status(Status(StatusCode.ERROR, event.reason))
-
-
-# ------------------------------------------------------------------ model calls of ours
-
-
-def _text_messages(pairs: Sequence[tuple[str, str]]) -> str:
-    return json.dumps(
-        [{"role": role, "parts": [{"type": "text", "content": text}]} for role, text in pairs],
-        ensure_ascii=False,
-    )
-
-
-@contextlib.contextmanager
-def chat_span(
-    model: str | None, provider: str | None, instruction: str, content: str
-) -> Iterator[Any | None]:
-    """The GenAI ``chat`` span of one call the extension makes itself (the summary model's,
-    which no agent middleware sees), with its input as the model got it; ``None`` when
-    tracing is off. :func:`record_chat_answer` adds the answer and usage."""
-    if not tracing_enabled():  # the prompt is not even serialised
-        yield None
-        return
-    with context_span(
-        f"chat {model or 'model'}",
-        {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": model,
-            "gen_ai.provider.name": provider,
-            "gen_ai.input.messages": _text_messages([("system", instruction), ("user", content)]),
-        },
-    ) as span:
-        yield span
-
-
-def record_chat_answer(
-    span: Any | None, text: str, input_tokens: int | None, output_tokens: int | None
-) -> None:
-    """The answer and the provider's usage on a :func:`chat_span`."""
-    if span is None:
-        return
-    span.set_attributes(
-        _clean(
-            {
-                "gen_ai.output.messages": _text_messages([("assistant", text)]),
-                "gen_ai.usage.input_tokens": input_tokens,
-                "gen_ai.usage.output_tokens": output_tokens,
-            }
-        )
-    )
-
-
-def flat_tool_definitions(schemas: Sequence[Mapping[str, Any]]) -> str:
-    """Tool schemas (``{"type": "function", "function": {...}}``) in the GenAI conventions'
-    flat form, as JSON (what AgentScope's ``chat`` spans carry)."""
-    flat = []
-    for schema in schemas:
-        function = schema.get("function") if isinstance(schema, Mapping) else None
-        if not isinstance(function, Mapping):
-            continue
-        entry = {
-            "type": schema.get("type", "function"),
-            "name": function.get("name"),
-            "description": function.get("description"),
-            "parameters": function.get("parameters"),
-        }
-        flat.append({key: value for key, value in entry.items() if value is not None})
-    return json.dumps(flat, ensure_ascii=False)
-
-
-def correct_chat_span(tools: Sequence[Mapping[str, Any]]) -> None:
-    """On the current ``chat`` span (an agent's tracing middleware placed outside ours opened
-    it with the tools the agent has), the tools the model is actually sent."""
-    if not tracing_enabled():
-        return
-    span = otel_trace.get_current_span()
-    if not span.is_recording():
-        return
-    attributes = getattr(span, "attributes", None) or {}
-    if attributes.get("gen_ai.operation.name") != "chat":
-        return
-    if "gen_ai.tool.definitions" in attributes or tools:
-        span.set_attribute("gen_ai.tool.definitions", flat_tool_definitions(tools))
