@@ -9,8 +9,8 @@ structured summary in ``state.middle_context``, so both travel with the agent's 
 rendered summary is ``state.summary``, which 2.x itself puts in front of the context.
 Counting goes through the model's own formatter, one segment at a time.
 
-One module on purpose: the port's methods share the segment view and its change log; splitting
-them would expose that state between modules.
+The port's methods share the segment view and its change log, so they stay here; what is read
+from and written into one segment's blocks is ``_result_blocks``'s.
 """
 
 from __future__ import annotations
@@ -22,11 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentscope.message import (
-    DataBlock,
     Msg,
     SystemMsg,
-    TextBlock,
-    ToolCallBlock,
     ToolResultBlock,
     UserMsg,
 )
@@ -37,32 +34,24 @@ from ..core.pipeline import (
     ResultSlot,
     SavedText,
     TextSlot,
-    TruncationRecord,
     message_bound,
 )
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
-from ..core.truncation import sendable_text
-from ._convert import Segment, has_text, media_of, output_text, segments, to_view, tool_arguments
+from ._convert import Segment, output_text, segments, to_view
+from ._result_blocks import (
+    META_KEY,
+    apply_results,
+    apply_texts,
+    changed_output,
+    result_record,
+    result_slots,
+    user_text_slots,
+)
 
-__all__ = ["META_KEY", "StatePort", "result_record"]
+__all__ = ["META_KEY", "StatePort", "changed_output", "result_record"]
 
 logger = logging.getLogger("agentscope_context_ext")
-
-META_KEY = "agentscope_context_ext"
-"""Key of this package's records in ``ToolResultBlock.metadata`` and ``state.middle_context``."""
-
-
-def result_record(block: ToolResultBlock) -> TruncationRecord:
-    """The truncation record of one tool result, as its ``metadata`` keeps it."""
-    metadata = block.metadata if isinstance(block.metadata, dict) else {}
-    return TruncationRecord.from_dict(metadata.get(META_KEY))
-
-
-def _keep_record(block: ToolResultBlock, record: TruncationRecord) -> None:
-    if not isinstance(block.metadata, dict):
-        block.metadata = {}
-    block.metadata[META_KEY] = record.to_dict()
 
 
 def _unprocessed(segment: Segment) -> bool:
@@ -287,82 +276,24 @@ class StatePort:
         ]
 
     def result_slots(self, msg_id: str) -> list[ResultSlot]:
-        segment = self._get(msg_id)
-        calls = {b.id: b for b in segment.blocks if isinstance(b, ToolCallBlock)}
-        slots = []
-        for block in segment.blocks:
-            if not isinstance(block, ToolResultBlock):
-                continue
-            call = calls.get(block.id)
-            slots.append(
-                ResultSlot(
-                    call_id=str(block.id),
-                    tool=str(block.name),
-                    text=output_text(block.output) if has_text(block.output) else None,
-                    media=media_of(block.output),
-                    tool_input=tool_arguments(call) if call is not None else {},
-                    record=result_record(block),
-                )
-            )
-        return slots
+        return result_slots(self._get(msg_id))
 
     def apply(
         self, msg_id: str, slots: Sequence[ResultSlot], changes: Mapping[str, ResultChange]
     ) -> None:
-        segment = self._get(msg_id)
-        records = {slot.call_id: slot.record for slot in slots}
-        edited = False
-        for block in segment.blocks:
-            if not isinstance(block, ToolResultBlock):
-                continue
-            if str(block.id) in records:
-                _keep_record(block, records[str(block.id)])
-            change = changes.get(str(block.id))
-            if change is not None:
-                block.output = changed_output(block.output, change)
-                edited = True
-            elif not _is_clean(block.output):
-                block.output = changed_output(
-                    block.output, ResultChange(output_text(block.output), media_of(block.output))
-                )
-                edited = True
-        if edited:  # an untouched segment keeps its token count
+        if apply_results(self._get(msg_id), slots, changes):
+            # an untouched segment keeps its token count
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)
             self._settled = None
 
     def user_text_slots(self, msg_id: str) -> list[TextSlot]:
-        segment = self._get(msg_id)
-        if segment.msg.role != "user":
-            return []
-        places = [
-            i
-            for i in range(segment.start, segment.end)
-            if isinstance(segment.msg.content[i], TextBlock)
-        ]
-        if not places:
-            return []
-        states = _text_records(segment.msg)
-        return [
-            TextSlot(
-                f"{msg_id}#{i}",
-                segment.msg.content[i].text,
-                TruncationRecord.from_dict(states.get(str(segment.msg.content[i].id or i))),
-            )
-            for i in places
-        ]
+        return user_text_slots(self._get(msg_id), msg_id)
 
     def apply_texts(
         self, msg_id: str, slots: Sequence[TextSlot], changes: Mapping[str, str]
     ) -> None:
-        segment = self._get(msg_id)
-        states = _text_records(segment.msg)
-        for slot in slots:
-            index = int(slot.key.rsplit("#", 1)[1])
-            states[str(segment.msg.content[index].id or index)] = slot.record.to_dict()
-        for key, text in changes.items():
-            block = segment.msg.content[int(key.rsplit("#", 1)[1])]
-            block.text = sendable_text(text)
+        apply_texts(self._get(msg_id), slots, changes)
         if changes:
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)
@@ -429,11 +360,6 @@ class StatePort:
         return segment
 
 
-def _text_records(msg: Msg) -> dict[str, dict]:
-    """The records of ``msg``'s offloaded text parts, by block id (created on first use)."""
-    return msg.metadata.setdefault(META_KEY, {}).setdefault("texts", {})
-
-
 def _shape(state: Any) -> tuple:
     """What an append to or a removal from the context changes: its length and its last
     message (which 2.x grows block by block)."""
@@ -446,28 +372,3 @@ def _summary_text(summary: Any) -> str:
     if isinstance(summary, str):
         return summary
     return output_text(summary or [])
-
-
-def changed_output(output: Any, change: ResultChange) -> Any:
-    """The new output: a string stays a string; otherwise a text block, then the media in
-    order, each kept or replaced by its placeholder text."""
-    text = sendable_text(change.text)
-    if isinstance(output, str) and not change.media:
-        return text
-    originals = [item for item in output if isinstance(item, DataBlock)] if output else []
-    blocks: list[Any] = [TextBlock(text=text)] if text else []
-    for index, item in enumerate(change.media):
-        if isinstance(item, str):
-            blocks.append(TextBlock(text=item))
-        elif index < len(originals):
-            blocks.append(originals[index])
-    return blocks
-
-
-def _is_clean(output: Any) -> bool:
-    if isinstance(output, str):
-        return output == sendable_text(output)
-    for item in output or []:
-        if isinstance(item, TextBlock) and item.text != sendable_text(item.text):
-            return False
-    return True

@@ -5,28 +5,26 @@
 context settings, the agent file's tools for every agent and no other (AgentScope's built-ins
 only when the file says ``tools.agentscope_builtins``), the agent file's model settings on every
 call (``_served_model.py``), SQLite (one process) or Redis storage (several workers, with
-``RedisMessageBus``) and a ``LocalWorkspaceManager``. :func:`serve` measures what every prompt
+``RedisMessageBus``; the URL read and its places proved: ``_serve_records.py``) and a
+``LocalWorkspaceManager``. :func:`serve` measures what every prompt
 holds before any message (``_serve_prompt.py``), runs the app under uvicorn (stopping within
 seconds, streams open or not: ``_serve_stop.py``) and registers the agent file's model as a
-credential and its agent, for one user, through the service's own HTTP API (so what it makes
-is what a client would have made).
+credential and its agent, for one user, through the service's own HTTP API
+(``_serve_register.py``).
 
-One module on purpose: the command is one sequence (check the places, open the records, build
-the app, start it, register, print) whose steps are short and read in order.
+The command is one sequence read here in order: check the places, open the records, build the
+app, start it, register, print.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..core.agent_file import (
     AgentFile,
@@ -38,9 +36,17 @@ from ..core.agent_file import (
 from ..core.errors import ConfigError
 from ..core.installation import install_command
 from ..core.tools import make_explorer_functions
-from ..core.workspace import is_within, redact_url
+from ..core.workspace import is_within
 from ._serve_log import AGENTSCOPE_LOGGER, OneLineFailures
 from ._serve_prompt import measure_served_prompt
+from ._serve_records import (
+    StorageUrl,
+    check_places,
+    open_records,
+    parse_storage_url,
+    probe_records,
+)
+from ._serve_register import register_agent, register_credential, usage_lines
 from ._served import context_middleware_factory, session_boundary, session_folder
 from ._served_model import SERVED_CREDENTIALS, model_credential
 from ._tools import as_tool
@@ -48,142 +54,6 @@ from ._tools import as_tool
 __all__ = ["StorageUrl", "build_app", "parse_storage_url", "serve_agent_file"]
 
 STARTUP_SECONDS = 60.0
-
-
-@dataclass(frozen=True)
-class StorageUrl:
-    """Where the service keeps its records: ``sqlite:///app.db`` or ``redis://host:port/db``."""
-
-    kind: str
-    """``sqlite`` or ``redis``."""
-    path: Path | None = None
-    """The SQLite file."""
-    host: str = "127.0.0.1"
-    port: int = 6379
-    db: int = 0
-    password: str | None = None
-
-    def files(self) -> list[Path]:
-        """The files holding the records (a SQLite database and its journals; none for
-        Redis): every user's conversations, hidden from the agents' file tools."""
-        if self.path is None:
-            return []
-        path = self.path.absolute()
-        return [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", "-journal"))]
-
-
-def parse_storage_url(url: str) -> StorageUrl:
-    """``sqlite:///path/app.db`` (relative: ``sqlite:///app.db``) or
-    ``redis://[:password@]host:port/db``.
-
-    Raises:
-        `ConfigError`: Any other form, naming the two that work.
-    """
-    forms = "sqlite:///path/app.db or redis://host:port/db"
-    shown = redact_url(url)  # the password never reaches a message
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///") :]
-        if not path:
-            raise ConfigError(f"--storage {shown}: no database file ({forms})")
-        return StorageUrl("sqlite", path=Path(path).expanduser())
-    if url.startswith("redis://"):
-        # urlsplit itself raises on a bracket left open ("redis://[::1"), .port on a port out
-        # of range: each is the user's typo, not an internal error
-        try:
-            parts = urlsplit(url)
-            port = parts.port or 6379
-        except ValueError as exc:
-            raise ConfigError(f"--storage {shown}: not a Redis URL ({exc}; {forms})") from None
-        if not parts.hostname:
-            raise ConfigError(f"--storage {shown}: no host ({forms})")
-        db = parts.path.lstrip("/") or "0"
-        if not (db.isascii() and db.isdigit()):
-            raise ConfigError(f"--storage {shown}: the database is not a number ({forms})")
-        return StorageUrl(
-            "redis", host=parts.hostname, port=port, db=int(db), password=parts.password
-        )
-    raise ConfigError(f"--storage {shown}: not a storage URL ({forms})")
-
-
-def check_places(storage: StorageUrl, workspaces: Path) -> None:
-    """Prove, before the service starts, that its records and its workspaces can be used: a
-    SQLite file that is a database (or not there yet) in a folder that can be made, a Redis
-    server that answers, a workspaces folder.
-
-    Raises:
-        `ConfigError`: Naming the option and the reason, in one line.
-    """
-    if workspaces.exists() and not workspaces.is_dir():
-        raise ConfigError(f"--workspaces {workspaces}: exists and is not a folder")
-    try:
-        workspaces.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"--workspaces {workspaces}: {exc.strerror}") from None
-    if storage.kind == "sqlite":
-        assert storage.path is not None
-        path = storage.path
-        if path.is_dir():
-            raise ConfigError(f"--storage sqlite:///{path}: a folder, not a database file")
-        if path.is_file() and path.stat().st_size:
-            with path.open("rb") as handle:
-                if handle.read(16) != b"SQLite format 3\x00":
-                    raise ConfigError(f"--storage sqlite:///{path}: not a SQLite database")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"--storage sqlite:///{path}: {exc.strerror}") from None
-        return
-    try:
-        import redis
-    except ImportError:
-        raise ConfigError(
-            f"--storage redis://...: the redis client is not installed ({install_command('redis')})"
-        ) from None
-    client = redis.Redis(
-        host=storage.host,
-        port=storage.port,
-        db=storage.db,
-        password=storage.password,
-        socket_connect_timeout=5,
-        socket_timeout=5,
-    )
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        reason = " ".join(str(exc).split())[:200]
-        raise ConfigError(
-            f"--storage redis://{storage.host}:{storage.port}/{storage.db}: the server does not "
-            f"answer ({reason})"
-        ) from None
-    finally:
-        client.close()
-
-
-def open_records(storage: StorageUrl) -> Any:
-    """AgentScope's storage for ``storage`` (not entered yet)."""
-    from agentscope.app.storage import AsyncSQLAlchemyStorage, RedisStorage
-
-    if storage.kind == "sqlite":
-        assert storage.path is not None
-        return AsyncSQLAlchemyStorage(f"sqlite+aiosqlite:///{storage.path.resolve()}")
-    return RedisStorage(
-        host=storage.host, port=storage.port, db=storage.db, password=storage.password
-    )
-
-
-async def probe_records(storage: StorageUrl, url: str) -> None:
-    """Open and close the service's storage once, as its start will (a damaged database, a
-    schema it cannot create): one clear error now instead of a failed start.
-
-    Raises:
-        `ConfigError`: Naming ``--storage`` and the reason.
-    """
-    try:
-        async with open_records(storage):
-            pass
-    except Exception as exc:  # noqa: BLE001 - whatever the database driver raises
-        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
-        raise ConfigError(f"--storage {url}: cannot be opened ({reason})") from None
 
 
 def build_app(spec: AgentFile, storage: StorageUrl, workspaces: Path) -> Any:
@@ -331,9 +201,9 @@ async def serve_agent_file(settings: ServeSettings, say: Callable[[str], None] =
         async with httpx.AsyncClient(
             base_url=url, headers={"X-User-ID": settings.user}, timeout=30.0
         ) as client:
-            credential_id = await _credential(client, spec.name, credential)
-            agent_id = await _agent(client, spec)
-        lines = _usage(
+            credential_id = await register_credential(client, spec.name, credential)
+            agent_id = await register_agent(client, spec)
+        lines = usage_lines(
             url, settings.user, agent_id, (credential["type"], credential_id, model_class), spec
         )
         lines[1:1] = [
@@ -385,82 +255,6 @@ async def _started(server: Any, task: asyncio.Future) -> None:
         if loop.time() > deadline:
             raise ConfigError("the service did not start within a minute")
         await asyncio.sleep(0.05)  # uvicorn offers no start callback; bounded by the deadline
-
-
-async def _credential(client: Any, name: str, data: dict[str, Any]) -> str:
-    """The id of the credential named ``<agent>-model`` with ``data`` (updated, or created)."""
-    title = f"{name}-model"
-    listed = await _json(client, "GET", "/credential/")
-    for record in listed.get("credentials", []):
-        if (record.get("data") or {}).get("name") == title:
-            await _json(
-                client,
-                "PATCH",
-                f"/credential/{record['id']}",
-                json={"data": {**data, "name": title}},
-            )
-            return record["id"]
-    created = await _json(client, "POST", "/credential/", json={"data": {**data, "name": title}})
-    return created["credential_id"]
-
-
-async def _agent(client: Any, spec: AgentFile) -> str:
-    """The id of the agent named like the agent file's (its system prompt brought up to date)."""
-    body = {
-        "name": spec.name,
-        "system_prompt": spec.system_prompt,
-        "chat_config": {"react_config": {"max_iters": spec.max_iters}},
-    }
-    listed = await _json(client, "GET", "/agent/")
-    for record in listed.get("agents", []):
-        if (record.get("data") or {}).get("name") == spec.name:
-            await _json(client, "PATCH", f"/agent/{record['id']}", json=body)
-            return record["id"]
-    return (await _json(client, "POST", "/agent/", json=body))["agent_id"]
-
-
-async def _json(client: Any, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    response = await client.request(method, path, **kwargs)
-    if response.status_code >= 400:
-        raise ConfigError(
-            f"the service refused {method} {path}: {response.status_code} {response.text[:300]}"
-        )
-    return response.json() if response.content else {}
-
-
-def _usage(
-    url: str,
-    user: str,
-    agent_id: str,
-    model: tuple[str, str, str],
-    spec: AgentFile,
-) -> list[str]:
-    credential_type, credential_id, model_class = model
-    session = {
-        "agent_id": agent_id,
-        "name": "first session",
-        "chat_model_config": {
-            "type": credential_type,
-            "credential_id": credential_id,
-            "model": spec.model.model,
-            "model_class": model_class,
-            "parameters": {},
-        },
-    }
-    header = f"-H 'X-User-ID: {user}' -H 'Content-Type: application/json'"
-    chat = {
-        "agent_id": agent_id,
-        "session_id": "SESSION_ID",
-        "input": {"role": "user", "name": "user", "content": [{"type": "text", "text": "Hello"}]},
-    }
-    return [
-        f"serving {spec.name!r} with context management at {url} (user {user}, agent {agent_id})",
-        "a session:   curl -s -X POST " + f"{url}/sessions/ {header} -d '{json.dumps(session)}'",
-        "its events:  curl -sN "
-        + f"'{url}/sessions/SESSION_ID/stream?agent_id={agent_id}' -H 'X-User-ID: {user}'",
-        "a message:   curl -s -X POST " + f"{url}/chat/ {header} -d '{json.dumps(chat)}'",
-        "stop with Ctrl-C",
-    ]
 
 
 def _places(settings: ServeSettings, storage: StorageUrl, spec: AgentFile) -> list[str]:

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from neutral_port import MessageCodec, user
 
-from agentscope_context_ext.core.search import Conversation, HistoryIndex, _engines, search_history
+from agentscope_context_ext.core.search import (
+    Conversation,
+    HistoryIndex,
+    _engines,
+    _tantivy,
+    search_history,
+)
 from agentscope_context_ext.core.workspace import DialogStore, Storage, open_storage
 
 DAY = "2026-12-02"
@@ -148,7 +154,7 @@ def test_a_tantivy_copy_ahead_of_the_file_is_cut_back(tmp_path: Path) -> None:
     storage = open_storage(tmp_path / "ws")
     write(storage, [f"note {i} about deploys" for i in range(5)])
     assert len(lines(storage, "deploys")) == 5
-    engine = _engines.TantivyEngine()
+    engine = _tantivy.TantivyEngine()
     copy = tantivy.Index.open(str(_tantivy_copy(storage)))
     copy.register_tokenizer("ace", engine.analyzer)
     writer = copy.writer(heap_size=15_000_000, num_threads=1)

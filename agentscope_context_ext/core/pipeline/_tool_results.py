@@ -14,15 +14,14 @@ started at, and stage two cuts it with a notice to the source file.
 Both stages respect the window: one result never takes more than ``max_window_share`` of it.
 The adapter builds a :class:`ResultSlot` per result and writes a :class:`ResultChange` back.
 
-One module on purpose: every decision on one result (stage one, stage two, the notice alone, a
-user's text) shares the save-first, fit-to-the-window and record helpers of
-:class:`ResultTruncator`.
+Beside it: a result's share of the window (``_result_budget``), a change and its measured
+outcome (``_result_change``), old media to placeholders (``_media_placeholders``), a user's long
+text (``_message_texts``), what a tool's arguments say (``_tool_input``), what may be shown of a
+streamed output (``_stream_allowance``).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import logging
 from collections import OrderedDict
@@ -44,23 +43,19 @@ from ..truncation import (
 )
 from ..workspace import ToolResultStore
 from ._faults import SaveFaults
+from ._media_placeholders import replace_media
+from ._message_texts import PART_PLACEHOLDER, offload_message_texts
+from ._result_budget import NOTICE_RESERVE_TOKENS, NOTICE_TOKENS, ResultBudget
+from ._result_change import measured_change
 from ._slots import ResultChange, ResultSlot, TextSlot, TruncationOutcome
+from ._stream_allowance import StreamAllowance
+from ._tool_input import read_position, source_path
 from ._window_size import Window
 
 __all__ = ["PART_PLACEHOLDER", "ResultTruncator", "StreamAllowance"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
-PATH_ARGUMENTS = ("file_path", "path", "filepath", "filename", "file")
-_MAX_FIT_ROUNDS = 8
-NOTICE_RESERVE_TOKENS = 160
-"""Tokens kept free for the truncation notice when fitting an excerpt under the window cap."""
-NOTICE_TOKENS = 80
-"""About what a truncation notice costs, taken off a cut's estimated gain."""
-PART_PLACEHOLDER = "[…]"
-"""What a part of a user's message becomes when it was saved with others and their one notice
-is in an earlier part of the message (a text part is never left empty: providers refuse
-those)."""
 MAX_EARLY_RECORDS = 1024
 """Results cut as they came out of the tool whose message has not reached the memory yet."""
 
@@ -93,15 +88,17 @@ class ResultTruncator:
         self.counter = counter
         self.window = window
         self.read_file_name = read_file_name
-        self.window_changed()
+        self.budget = ResultBudget(config, counter, window)
         self._early: OrderedDict[str, tuple[str | None, dict[str, Any]]] = OrderedDict()
+
+    @property
+    def max_result_tokens(self) -> int:
+        """The tokens one result may take now (its share of the window)."""
+        return self.budget.max_result_tokens
 
     def window_changed(self) -> None:
         """Take the window's size now: a result's token cap is its share of it."""
-        self.max_result_tokens = max(64, self.config.result_tokens(self.window.tokens))
-        # A token cap turns into a byte budget only loosely (1 token is 1 to ~6 bytes): start
-        # from 4 bytes per token and correct by measuring (_fit).
-        self._max_result_bytes = self.max_result_tokens * 4
+        self.budget.window_changed()
 
     # ------------------------------------------------------------------ stage one
 
@@ -136,7 +133,7 @@ class ResultTruncator:
             # text that differs (a forged notice, an edit) is processed afresh below.
             slot.record = record = dataclasses.replace(early[1])
             return None, None
-        source = _source_path(slot.tool_input)
+        source = source_path(slot.tool_input)
         markdown = self.config.is_markdown(source)
         if slot.tool in self.config.exempt_tools:
             record.stage, record.exempt = 1, True
@@ -146,11 +143,11 @@ class ResultTruncator:
         if text is None:
             return None, None
         first_limit, _ = self.config.limits_for(source)
-        limit = min(first_limit, self._max_result_bytes)
+        limit = min(first_limit, self.budget.max_result_bytes)
         size = encoded_size(text)
         if slot.tool == self.read_file_name and source:
             return self._stage_one_read(slot, text, source, limit, size)
-        if size <= limit and self._tokens_fit(text, size):
+        if size <= limit and self.budget.tokens_fit(text, size):
             return None, None
         path = self._save(slot, text)
         if path is None:
@@ -158,8 +155,8 @@ class ResultTruncator:
             record.stage = 0
             return None, None
         record.path, record.bytes = path, size
-        cut = self._fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
-        return self._change(slot, cut, slot.media, 1, path, size, size)
+        cut = self.budget.fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
+        return measured_change(self.counter, slot, cut, slot.media, 1, path, size, size)
 
     def stream_allowance(self, tool: str, tool_input: Mapping[str, Any]) -> StreamAllowance | None:
         """What of an output of ``tool`` called with ``tool_input`` may be shown while it
@@ -169,10 +166,10 @@ class ResultTruncator:
         token-dense text, digits say, is cut by the token budget well below the byte limit)."""
         if tool in self.config.exempt_tools:
             return None
-        first_limit, _ = self.config.limits_for(_source_path(tool_input))
+        first_limit, _ = self.config.limits_for(source_path(tool_input))
         excerpt_tokens = max(self.max_result_tokens - NOTICE_RESERVE_TOKENS, 1)
         return StreamAllowance(
-            min(first_limit, self._max_result_bytes) // 2, excerpt_tokens // 2, self.counter
+            min(first_limit, self.budget.max_result_bytes) // 2, excerpt_tokens // 2, self.counter
         )
 
     def _stage_one_read(
@@ -182,14 +179,14 @@ class ResultTruncator:
         notice = split_notice(text)
         if notice is not None and notice[1].file_path == source:
             slot.record.path, slot.record.source_file = source, True
-            fitted = self._fit(text, limit)
+            fitted = self.budget.fit(text, limit)
             if fitted == text:
                 return None, None
-            return self._change(slot, fitted, slot.media, 1, source, size, 0)
+            return measured_change(self.counter, slot, fitted, slot.media, 1, source, size, 0)
         if notice is None and not text.startswith("Error: "):
             # Read whole: remember where it came from, so that stage two can cut it with a
             # notice to the source file instead of saving a copy.
-            start_line, start_byte = _read_position(slot.tool_input)
+            start_line, start_byte = read_position(slot.tool_input)
             record = slot.record
             record.path, record.source_file = source, True
             record.start_line, record.start_byte = start_line, start_byte
@@ -229,7 +226,9 @@ class ResultTruncator:
             return None, None
         record = slot.record
         limit = self._stage_two_limit(slot)
-        media, replaced = (tuple(slot.media), 0) if keep_media else self._replace_media(slot)
+        media, replaced = (
+            (tuple(slot.media), 0) if keep_media else replace_media(slot, self.store, self.faults)
+        )
         # A media block that could not be saved is kept, and the result looked at again later.
         done = not any(isinstance(item, Media) for item in media)
         text = slot.text or ""
@@ -265,7 +264,9 @@ class ResultTruncator:
             return ResultChange("", media), TruncationOutcome(
                 2, slot.call_id, slot.tool, None, 0, 0, 0, 0, 0, replaced
             )
-        return self._change(slot, new_text, media, 2, path, size, offloaded, replaced)
+        return measured_change(
+            self.counter, slot, new_text, media, 2, path, size, offloaded, replaced
+        )
 
     def stage_two_preview(self, slot: ResultSlot) -> tuple[bool, int]:
         """What :meth:`stage_two` would do to this result, without doing it: whether it would
@@ -280,7 +281,7 @@ class ResultTruncator:
         if self.stage_two_cut(slot) is not None:
             text = slot.text or ""
             limit, size = self._stage_two_limit(slot), encoded_size(text)
-            tokens = self._estimated_tokens(text)
+            tokens = self.budget.estimated_tokens(text)
             changes = True
             gain += max(0, int(tokens * (1 - limit / size)) - NOTICE_TOKENS)
         return changes, gain
@@ -325,8 +326,8 @@ class ResultTruncator:
             outcome.bytes_before if outcome is not None else encoded_size(slot.text or "")
         )
         replaced = outcome.media_replaced if outcome is not None else 0
-        new_change, new_outcome = self._change(
-            slot, cut, media, 3, path, bytes_before, offloaded, replaced
+        new_change, new_outcome = measured_change(
+            self.counter, slot, cut, media, 3, path, bytes_before, offloaded, replaced
         )
         new_outcome.notice_only = True
         return new_change, new_outcome
@@ -351,38 +352,14 @@ class ResultTruncator:
             slot key, and the outcome; ``None`` when there is nothing to cut or the file
             cannot be saved (a fault is recorded and every text stays whole).
         """
-        slots = [slot for slot in slots if not slot.record.path and slot.text]
-        if not slots:
-            return None
-        texts = [slot.text for slot in slots]
-        if len(slots) == 1 and self._tokens_fit(texts[0], encoded_size(texts[0])):
-            return None
-        try:
-            path, starts = self.store.save_message_parts(texts)
-        except Exception as exc:  # noqa: BLE001 - any failure to save keeps the texts whole
-            logger.warning("cannot save a user's text (%s); keeping it whole", exc)
-            self.faults.failed("message", slots[0].key, self.store.directory, exc)
-            return None
-        for slot, start in zip(slots, starts, strict=True):
-            self.faults.saved(slot.key)
-            slot.record.stage, slot.record.path = 1, path
-            slot.record.bytes, slot.record.start_line = encoded_size(slot.text), start
-        whole = "".join(t if t.endswith("\n") else t + "\n" for t in texts[:-1]) + texts[-1]
-        size = encoded_size(whole)
-        cap = self.max_result_tokens if tokens is None else max(tokens, 1)
-        limit = min(self.config.first_max_bytes, self._max_result_bytes, cap * 4)
-        cut = truncate_fresh(whole, max_bytes=limit, file_path=path, message=True)
-        cut = self._fit(cut, limit, cap)
-        result = ResultSlot(slots[0].key, "", whole, record=dataclasses.replace(slots[0].record))
-        changes = {slots[0].key: cut} | {slot.key: PART_PLACEHOLDER for slot in slots[1:]}
-        shown = "".join(changes.values())
-        _, outcome = self._change(result, shown, (), 1, path, size, size)
-        return changes, outcome
+        return offload_message_texts(
+            slots, tokens, self.config, self.store, self.faults, self.budget
+        )
 
     def _stage_two_limit(self, slot: ResultSlot) -> int:
         markdown = slot.record.markdown
         if markdown is None:
-            markdown = self.config.is_markdown(_source_path(slot.tool_input))
+            markdown = self.config.is_markdown(source_path(slot.tool_input))
         return self.config.markdown_second_max_bytes if markdown else self.config.second_max_bytes
 
     # ------------------------------------------------------------------ internals
@@ -399,156 +376,3 @@ class ResultTruncator:
         slot.record.save_failed = None
         self.faults.saved(slot.call_id)
         return path
-
-    def _change(
-        self,
-        slot: ResultSlot,
-        new_text: str,
-        media: tuple[Media | str, ...],
-        stage: int,
-        path: str | None,
-        bytes_before: int,
-        offloaded: int,
-        replaced: int = 0,
-    ) -> tuple[ResultChange, TruncationOutcome]:
-        bytes_after = encoded_size(new_text)
-        tokens_after = self.counter.count_text(new_text)
-        tokens_before = round(tokens_after * bytes_before / bytes_after) if bytes_after else 0
-        outcome = TruncationOutcome(
-            stage=stage,
-            call_id=slot.call_id,
-            tool=slot.tool,
-            path=path,
-            bytes_before=bytes_before,
-            bytes_after=bytes_after,
-            tokens_before=max(tokens_before, tokens_after),
-            tokens_after=tokens_after,
-            bytes_offloaded=offloaded,
-            media_replaced=replaced,
-        )
-        return ResultChange(new_text, media), outcome
-
-    def _estimated_tokens(self, text: str) -> int:
-        """About the tokens of ``text``: of a truncated output, its excerpt's (which stage one
-        counted when it fitted it, so the counter knows it) plus its notice's."""
-        parts = split_notice(text)
-        if parts is None:
-            return self.counter.count_text(text)
-        excerpt = parts[0]
-        return self.counter.count_text(excerpt) + self.counter.count_text(text[len(excerpt) :])
-
-    def _tokens_fit(self, text: str, size: int) -> bool:
-        # Cheap first: a text of at most max_tokens bytes cannot exceed max_tokens tokens.
-        return (
-            size <= self.max_result_tokens
-            or self.counter.count_text(text) <= self.max_result_tokens
-        )
-
-    def _fit(self, text: str, limit: int, cap: int | None = None) -> str:
-        """Re-cut an excerpt + notice until it is within the token cap (default: the window
-        share).
-
-        Only the excerpt is measured, against the cap minus a fixed reserve for the notice: the
-        notice names a file whose token count varies, and the cut must not depend on it (the
-        same session must give the same prompts).
-        """
-        cap = self.max_result_tokens if cap is None else cap
-        budget = max(cap - NOTICE_RESERVE_TOKENS, 1)
-        for _ in range(_MAX_FIT_ROUNDS):
-            parts = split_notice(text)
-            if parts is None:
-                return text
-            excerpt, notice = parts
-            tokens = self.counter.count_text(excerpt)
-            if tokens <= budget or notice.excerpt_bytes <= 1:
-                return text
-            target = int(notice.excerpt_bytes * budget / tokens * 0.95)
-            target = max(1, min(target, notice.excerpt_bytes - RETRUNCATE_SLACK_BYTES - 1))
-            text = retruncate(text, max_bytes=target)
-        return text
-
-    def _replace_media(self, slot: ResultSlot) -> tuple[tuple[Media | str, ...], int]:
-        """Each media block as a placeholder naming its saved copy; a block that cannot be
-        saved stays as it is (nothing leaves the context before it is on disk)."""
-        replaced = tuple(
-            self._placeholder(media, f"{slot.call_id}#media{index}")
-            for index, media in enumerate(slot.media)
-        )
-        return replaced, sum(1 for item in replaced if isinstance(item, str))
-
-    def _placeholder(self, media: Media, key: str) -> Media | str:
-        if media.data is None:
-            return f"[{media.kind} removed from the context to save tokens; source: {media.url}]"
-        data = media.data.split(",", 1)[1] if media.data.startswith("data:") else media.data
-        media_type = media.media_type or "application/octet-stream"
-        try:
-            try:
-                raw = base64.b64decode("".join(data.split()), validate=True)
-            except (binascii.Error, ValueError):
-                # Not base64 after all: keep exactly what the block held, as text.
-                path = self.store.save(media.data)
-                self.faults.saved(key)
-                return (
-                    f"[{media.kind} ({media_type}) removed from the context; its data was not "
-                    f"valid base64 and is saved as text: {path}]"
-                )
-            path = self.store.save_media(raw, media_type)
-        except OSError as exc:
-            logger.warning("cannot save an old %s block (%s); keeping it", media.kind, exc)
-            self.faults.failed("tool_result", key, self.store.directory, exc)
-            return media
-        self.faults.saved(key)
-        return (
-            f"[{media.kind} ({media_type}, {len(raw)} bytes) removed from the context to "
-            f"save tokens; saved copy: {path}]"
-        )
-
-
-def _source_path(tool_input: Mapping[str, Any]) -> str | None:
-    for key in PATH_ARGUMENTS:
-        value = tool_input.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
-
-
-def _read_position(tool_input: Mapping[str, Any]) -> tuple[int, int]:
-    """(start_line, start_byte) a read began at, from its arguments (1 and 0 when absent)."""
-    try:
-        start_line = int(tool_input.get("start_line") or 1)
-        start_byte = int(tool_input.get("start_byte") or 0)
-    except (TypeError, ValueError, OverflowError):
-        return 1, 0
-    return max(start_line, 1), max(start_byte, 0)
-
-
-class StreamAllowance:
-    """The part of one streamed output that may be shown before it is whole: chunks are
-    taken while their texts stay within ``max_bytes`` UTF-8 bytes and ``max_tokens`` tokens
-    (counted chunk by chunk: the sum is never below the count of the joined text by more than
-    a token a chunk, and the halved budgets leave room for that).
-
-    Args:
-        max_bytes (`int`): UTF-8 bytes that may be shown.
-        max_tokens (`int`): Tokens that may be shown.
-        counter (`TokenCounter`): Counts a chunk's text.
-    """
-
-    def __init__(self, max_bytes: int, max_tokens: int, counter: TokenCounter) -> None:
-        self.max_bytes = max_bytes
-        self.max_tokens = max_tokens
-        self._counter = counter
-        self._bytes = 0
-        self._tokens = 0
-
-    def take(self, text: str) -> bool:
-        """Whether ``text`` (the next chunk's) still fits; if it does, it is counted as shown."""
-        size = encoded_size(text)
-        if self._bytes + size > self.max_bytes:
-            return False
-        tokens = self._counter.count_text(text) if text else 0
-        if self._tokens + tokens > self.max_tokens:
-            return False
-        self._bytes += size
-        self._tokens += tokens
-        return True

@@ -12,49 +12,36 @@ same truth, so every worker answers alike). When neither can be written (a read-
 workspace) the index is built in memory for the search: slower, the same answers.
 
 A SQLite file holds what was indexed (``sources``) and every document's kind, place and text
-(``docs``: the snippets); a ranking engine (``_engines``: Tantivy when the ``search`` extra is
-installed, else SQLite FTS5 in the same file) ranks them.
+(``docs``: the snippets); a ranking engine (``_tantivy`` when the ``search`` extra is
+installed, else ``_fts5``: SQLite FTS5 in the same file) ranks them. This module opens, makes
+and repairs the file; ``_catch_up`` reads what was saved since into it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
-import re
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import WorkspaceError
-from ..messages import Message, Reminder, Text, Thinking, ToolCall, ToolResult, string_values
-from ..rendering import REMINDER_LABEL
+from ..messages import Message
 from ..workspace import (
-    DIALOG_DIRNAME,
-    MESSAGE_DIRNAME,
-    TOOL_RESULT_DIRNAME,
-    DictCodec,
     LocalStorage,
     Storage,
     SubStorage,
     private_cache_folder,
 )
-from ._engines import (
-    ENGINES,
-    RANK_WINDOW,
-    CopyError,
-    Engine,
-    Fts5Engine,
-    TantivyEngine,
-    copy_folder,
-    default_engine,
-    remove_copies,
-)
-from ._looking import OUTPUT_INDEX_BYTES, IndexedHit, looked_up
-from ._text import PART_SEPARATOR, Term
+from ._catch_up import CatchUp, StaleIndex
+from ._engines import ENGINES, RANK_WINDOW, CopyError, Engine, default_engine
+from ._fts5 import Fts5Engine
+from ._looking import IndexedHit, looked_up
+from ._tantivy import TantivyEngine, copy_folder, remove_copies
+from ._text import Term
 
 __all__ = ["INDEX_DIRNAME", "RANK_WINDOW", "HistoryIndex", "IndexedHit", "index_location"]
 
@@ -65,9 +52,6 @@ INDEX_DIRNAME = ".search"
 _INDEX_NAME = "index.sqlite"
 _SCHEMA = "agentscope-context-ext history index 3"
 """With the engine's name: a file made by the other engine is rebuilt (never half-read)."""
-_DIALOG_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.jsonl$")
-_SAVED_RE = re.compile(r"^[0-9a-f]{32}\.txt$")
-_BATCH = 500
 
 
 def index_location(storage: Storage) -> Path:
@@ -102,23 +86,6 @@ def _open(path: Path | str) -> sqlite3.Connection:
     return db
 
 
-def _head(storage: Storage, key: str, number: int = 1) -> str:
-    """A fingerprint of the first line of a log (or of line ``number``): another file under
-    the same name differs."""
-    lines = storage.lines(key, number)
-    try:
-        first = next(iter(lines), (0, b""))[1]
-    finally:
-        close = getattr(lines, "close", None)
-        if close is not None:
-            close()
-    return _digest(first)
-
-
-def _digest(line: bytes) -> str:
-    return hashlib.sha256(line).hexdigest()[:16]
-
-
 def _corrupt(exc: BaseException) -> bool:
     """A damaged index file (rebuilt), as opposed to one that cannot be written now."""
     text = str(exc).lower()
@@ -132,34 +99,6 @@ def _busy(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and (
         "locked" in str(exc) or "busy" in str(exc)
     )
-
-
-_PLAIN = DictCodec()
-
-
-def _searchable(part: object) -> str:
-    """What a search looks in, of one part: what it says (a reminder labelled as the tools
-    render it), a tool's name and its string arguments as written, a tool's output; never a
-    call id (a random id holds a short word now and then) or a media block."""
-    if isinstance(part, Reminder):
-        return REMINDER_LABEL + part.body
-    if isinstance(part, Text | Thinking):
-        return part.text
-    if isinstance(part, ToolCall):
-        return "\n".join([part.name, *string_values(dict(part.arguments))])
-    if isinstance(part, ToolResult):
-        return f"{part.name}\n{part.complete_text}"
-    return ""
-
-
-def _text(value: object) -> str:
-    """``value`` as text SQLite can store (a lone surrogate, kept by the dialog's ASCII
-    escapes, is replaced)."""
-    return str(value).encode("utf-8", errors="replace").decode("utf-8")
-
-
-class _Stale(Exception):
-    """The truth changed in a way the index cannot follow by appending: rebuild."""
 
 
 class HistoryIndex:
@@ -326,8 +265,10 @@ class HistoryIndex:
         disk); raises ``sqlite3.OperationalError`` when another process holds it too long."""
         for attempt in (1, 2, 3):
             try:
-                return self._refresh()
-            except (_Stale, sqlite3.DatabaseError, CopyError) as exc:
+                return CatchUp(self.storage, self.engine, self.view, self.progress).run(
+                    self._connect()
+                )
+            except (StaleIndex, sqlite3.DatabaseError, CopyError) as exc:
                 if attempt == 3 or _busy(exc):
                     raise  # another process holds the index: not a reason to drop the file
                 self.close()
@@ -336,7 +277,9 @@ class HistoryIndex:
                     logger.warning("history index copy of %s: %s; made again", self.path, exc)
                     if self.path is not None:
                         remove_copies(self.path)
-                elif isinstance(exc, _Stale) or (not isinstance(exc, CopyError) and _corrupt(exc)):
+                elif isinstance(exc, StaleIndex) or (
+                    not isinstance(exc, CopyError) and _corrupt(exc)
+                ):
                     logger.warning("rebuilding the history index %s: %s", self.path, exc)
                     if not self.in_memory:
                         self._remove_file()
@@ -345,165 +288,6 @@ class HistoryIndex:
                     logger.warning("history index %s: %s; searching in memory", self.path, exc)
                     self.in_memory = True
         return 0  # pragma: no cover - the loop returns or raises
-
-    def _refresh(self) -> int:
-        db = self._connect()
-        storage = self.storage
-        dialog = sorted(n for n in storage.names(DIALOG_DIRNAME) if _DIALOG_RE.match(n))
-        saved = [
-            f"{folder}/{name}"
-            for folder in (TOOL_RESULT_DIRNAME, MESSAGE_DIRNAME)
-            for name in storage.names(folder)
-            if _SAVED_RE.match(name)
-        ]
-        keys = [f"{DIALOG_DIRNAME}/{n}" for n in dialog]
-        # one read for every day file (one round trip on Redis, however many days)
-        versions = dict(zip(keys, map(self._version, storage.log_versions(keys)), strict=True))
-        known = dict(db.execute("SELECT name, version FROM sources").fetchall())
-        gone = [k for k in known if k.startswith(f"{DIALOG_DIRNAME}/") and k not in versions]
-        if gone:  # listed again: a file made (and indexed elsewhere) since the list is not gone
-            listed = set(storage.names(DIALOG_DIRNAME))
-            gone = [k for k in gone if k.rpartition("/")[2] not in listed]
-        if gone:  # a removed file's messages would stay findable, pointing at nothing
-            raise _Stale(f"{gone[0]} was removed")
-        if (
-            all(known.get(k) == v for k, v in versions.items())
-            and all(k in known for k in saved)
-            and not self.engine.behind(db)
-        ):
-            return 0  # the common case: nothing new, no write lock taken
-        added = 0
-        db.execute("BEGIN IMMEDIATE")  # one writer; the sources are read again under it
-        try:
-            self.engine.prepare(db)  # a copy ahead of the file (a crash) forgets its extra ids
-            state = {
-                name: (lines, version, head)
-                for name, lines, version, head in db.execute(
-                    "SELECT name, lines, version, head FROM sources"
-                )
-            }
-            for key, version in versions.items():
-                lines, known_version, head = state.get(key, (0, None, ""))
-                if known_version != version:
-                    added += self._index_dialog(db, key, lines, head)
-            for key in saved:
-                if key not in state:
-                    added += self._index_output(db, key)
-            # the engine's own copy (Tantivy) commits first: one found ahead is cut back
-            self.engine.sync(db)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:  # SQLite may have rolled back by itself (a full disk)
-                db.execute("ROLLBACK")
-            raise
-        return added
-
-    def _version(self, found: tuple | None) -> str:
-        # A log whose appends are atomic (Redis) is versioned by its length (LLEN, O(1)) and its
-        # last line (a list rewritten to the same length differs there); a file by its size and
-        # time (one stat). ``found``: what ``Storage.log_versions`` read.
-        if self.storage.atomic_appends:
-            count, last = found or (0, b"")
-            return f"n{count}:{_digest(last) if count else ''}"
-        return repr(found)
-
-    def _index_dialog(self, db: sqlite3.Connection, key: str, done: int, head: str) -> int:
-        storage = self.storage
-        with contextlib.ExitStack() as held:
-            if not storage.atomic_appends:
-                # Under the dialog's lock the lines counted are whole: a writer holds it while
-                # appending (a crashed writer's torn line is ended by the next append). A
-                # workspace that cannot be locked is one nobody writes to (read-only).
-                with contextlib.suppress(OSError):
-                    held.enter_context(storage.lock(f"{DIALOG_DIRNAME}/.lock"))
-            count = storage.line_count(key)
-            # Redis: the version is the length just counted and its last line (below; a later
-            # append is read next time)
-            version = "" if storage.atomic_appends else repr(storage.version(key))
-        # ``head``: fingerprints of the first line and of the last line indexed
-        first = _head(storage, key)
-        known_first, _, last = head.partition(":")
-        if count < done or (done and known_first != first):
-            # shorter, or another file under the same name (restored from a backup)
-            raise _Stale(f"{key} is not the file that was indexed")
-        added = 0
-        rows: list[tuple] = []
-        for line_no, raw in storage.lines(key, max(done, 1)):
-            if line_no > count:
-                break
-            if line_no == done:
-                # still the line indexed last: the file only grew (a backup restored and
-                # appended to since has another line here)
-                if _digest(raw) != last:
-                    raise _Stale(f"{key} is not the file that was indexed")
-                continue
-            last = _digest(raw)
-            row = self._message_row(key, line_no, raw)
-            if row is not None:
-                rows.append(row)
-            if len(rows) >= _BATCH:
-                added += self._insert(db, rows)
-                rows = []
-        added += self._insert(db, rows)
-        if storage.atomic_appends:
-            version = f"n{count}:{last if count else ''}"
-        db.execute(
-            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?)",
-            (key, count, version, f"{first}:{last}"),
-        )
-        return added
-
-    def _message_row(self, key: str, line_no: int, raw: bytes) -> tuple | None:
-        if not raw.strip():
-            return None
-        try:
-            record = json.loads(raw)
-            if not isinstance(record, dict) or "id" not in record:
-                return None
-        except (ValueError, RecursionError):
-            return None  # a torn, foreign or hostile line: the dialog reader skips it too
-        msg = None
-        if self.view is not None:
-            with contextlib.suppress(Exception):  # a record its codec cannot read
-                msg = self.view(record)
-        try:
-            msg = msg or _PLAIN.view(record)
-        except (ValueError, TypeError, KeyError, AttributeError):
-            return None
-        # One part a block, reminders labelled as the tools render them (design §6.2).
-        body = PART_SEPARATOR.join(text for part in msg.parts if (text := _searchable(part)))
-        return (
-            "message",
-            key,
-            line_no,
-            _text(record["id"]),
-            _text(msg.role),
-            _text(msg.timestamp),
-            _text(body),
-        )
-
-    def _insert(self, db: sqlite3.Connection, rows: list[tuple]) -> int:
-        added = 0
-        for row in rows:
-            cursor = db.execute(
-                "INSERT OR IGNORE INTO docs(kind, file, line, msg_id, role, ts, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
-            if cursor.rowcount == 1:  # a message replayed by a crashed compaction: once
-                self.engine.added(db, cursor.lastrowid, row[6])
-                added += 1
-        if added and self.progress is not None:
-            self.progress(added)
-        return added
-
-    def _index_output(self, db: sqlite3.Connection, key: str) -> int:
-        data = self.storage.read(key, OUTPUT_INDEX_BYTES)
-        db.execute("INSERT OR REPLACE INTO sources VALUES (?, 0, 'saved', '')", (key,))
-        if not data:
-            return 0
-        text = data.decode("utf-8", errors="replace")
-        return self._insert(db, [("output", key, 1, None, "tool", "", text)])
 
     # ------------------------------------------------------------------ searching
 

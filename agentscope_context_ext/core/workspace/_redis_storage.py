@@ -26,7 +26,7 @@ server's disk; with ``everysec`` up to a second of writes can be lost in a serve
 persistence a restart loses everything (``agentscope-context inspect`` warns about that).
 
 One module on purpose: it implements one contract (``Storage``), and the layout above is read
-with the code.
+with the code. Reading the URL into a client is ``_redis_connection``'s.
 """
 
 from __future__ import annotations
@@ -37,25 +37,18 @@ import logging
 import secrets
 import time
 from collections.abc import Iterator
-from urllib.parse import parse_qs, urlparse, urlunparse
 
 from ..errors import WorkspaceError
-from ..installation import install_command
 from ._breaker import Breaker
 from ._keys import check_key
+from ._redis_connection import DEFAULT_PREFIX, LOCK_LEASE_SECONDS, connect
 from ._remote_calls import DEFAULT_TIMEOUT_SECONDS, RemoteCalls
-from ._urls import redact_url
 
 __all__ = ["RedisStorage"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
-DEFAULT_PREFIX = "ace"
-LOCK_LEASE_SECONDS = 60.0
-"""How long a lock outlives a holder that died without releasing it."""
 _PAGE = 1000
-_BREAKERS: dict[tuple, Breaker] = {}
-"""The breaker of each server (scheme, host, port) stores of this process were opened on."""
 _RELEASE = """if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
 return 0"""
 
@@ -121,66 +114,18 @@ class RedisStorage:
         Raises:
             `WorkspaceError`: A bad URL, no ``redis`` client installed, or no server there.
         """
-        try:
-            parsed = urlparse(url.strip())  # "redis://[::1" or "redis://[zz]/0" raise here
-        except ValueError as exc:
-            raise WorkspaceError(
-                f"workspace {redact_url(url)}: not a valid URL ({_one_line(exc)}); expected "
-                "redis://[user:password@]host:port/db[?prefix=NAME]"
-            ) from None
-        query = parse_qs(parsed.query)
-        unknown = set(query) - {"prefix", "lock_lease"}
-        location = _redacted(parsed)
-        if (
-            not parsed.hostname
-            or unknown
-            or (parsed.path not in ("", "/") and not (parsed.path.strip("/").isdigit()))
-        ):
-            detail = f"unknown option {sorted(unknown)[0]!r}" if unknown else "expected"
-            raise WorkspaceError(
-                f"workspace {location}: {detail} redis://[user:password@]host:port/db[?prefix=NAME]"
-            )
-        prefix = (query.get("prefix") or [DEFAULT_PREFIX])[0]
-        try:
-            lease = float((query.get("lock_lease") or [LOCK_LEASE_SECONDS])[0])
-        except ValueError:
-            lease = 0.0
-        if not 0.1 <= lease <= 3600:
-            raise WorkspaceError(f"workspace {location}: lock_lease must be 0.1 to 3600 seconds")
-        if not prefix or not all(c.isalnum() or c in "_-." for c in prefix):
-            raise WorkspaceError(f"workspace {location}: prefix must be letters, digits, _ - .")
-        try:
-            import redis
-        except ImportError:
-            raise WorkspaceError(
-                f"workspace {location} needs the redis client: {install_command('redis')}"
-            ) from None
-        try:
-            parsed.port  # noqa: B018 - raises on a port that is not a number up to 65535
-        except ValueError:
-            raise WorkspaceError(
-                f"workspace {location}: the port is not a number from 1 to 65535"
-            ) from None
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        client = redis.Redis.from_url(
-            urlunparse(parsed._replace(query="")),
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-            health_check_interval=30,
-            # No retry inside a call: the client's default (3 more attempts, on a timeout
-            # too) made one call on a frozen server last minutes. The deadline is the call's.
-            retry=Retry(NoBackoff(), 0),
+        found = connect(url, timeout, breaker)
+        storage = cls(
+            found.client,
+            found.prefix,
+            found.location,
+            found.lock_lease_seconds,
+            timeout,
+            found.breaker,
         )
-        # One breaker per server: what one store learnt (the server is away) every store of
-        # the process knows, including one opened for the next request.
-        breaker = breaker or _BREAKERS.setdefault(
-            (parsed.scheme, parsed.hostname, parsed.port or 6379), Breaker()
-        )
-        storage = cls(client, prefix, location, lease, timeout, breaker)
+        location = found.location
         try:
-            storage.calls(client.ping)
+            storage.calls(found.client.ping)
         except WorkspaceError as exc:
             reason = str(exc).removeprefix(f"the workspace {location} ").removeprefix("failed: ")
             raise WorkspaceError(f"cannot reach the workspace {location}: {reason}") from None
@@ -400,15 +345,3 @@ class RedisStorage:
             value = reply.get(option, reply.get(option.encode(), b""))
             settings[option] = value.decode() if isinstance(value, bytes) else str(value)
         return settings
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200] or type(exc).__name__
-
-
-def _redacted(parsed) -> str:
-    """The URL with its password replaced by ``***``."""
-    if parsed.password is None:
-        return urlunparse(parsed)
-    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@")
-    return urlunparse(parsed._replace(netloc=netloc))
