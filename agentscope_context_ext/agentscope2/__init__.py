@@ -17,10 +17,11 @@ from ..core.tokens import TokenCounter, get_token_counter
 from ._agent_file import MODEL_APIS, build_agent, build_model
 from ._context import META_KEY, StatePort, result_record
 from ._convert import MsgCodec, Segment, open_dialog, output_text, segments, to_view, to_views
+from ._enable import enable_context_management
 from ._longterm import agent_runner, consolidate
 from ._managed import SESSIONS_DIRNAME, ManagedAgent, saved_session_texts
 from ._manager import AgentManager
-from ._middleware import ContextMiddleware, enable_context_management
+from ._middleware import ContextMiddleware
 from ._model import model_call, model_name, named_model
 from ._offloader import ContextOffloader
 from ._records import records_to_msgs

@@ -41,9 +41,10 @@ With AgentScope's ``TracingMiddleware`` (design §9.1) put it in front of this o
 this middleware corrects its ``chat`` spans' tool list to the tools actually sent. One put
 behind is moved in front for tool calls when the middleware binds.
 
-One module on purpose: the hooks and their order are read together; each hook is a short call
-into the manager (or, for a served middleware, into the event outbox and the local copies of a
-sandboxed workspace, which the hooks drive in order).
+The hooks and their order are read together here; each hook is a short call into the manager
+(or, for a served middleware, into the event outbox and the local copies of a sandboxed
+workspace, which the hooks drive in order). What the hooks read out of 2.x's arguments is in
+``_hook_arguments.py``; ``enable_context_management`` in ``_enable.py``.
 """
 
 from __future__ import annotations
@@ -67,26 +68,16 @@ from ..core.manager import ContextManager
 from ..core.provider_errors import length_rejection, with_first_chunk
 from ..core.tracing import correct_chat_span
 from ..core.workspace import Placement, ToolResultStore, open_workspace, portal, portal_stream
-from ._convert import open_dialog, output_text
+from ._convert import open_dialog
+from ._hook_arguments import hint_text, plain, sent_parts
 from ._manager import AgentManager
 from ._offloader import ContextOffloader
 from ._refusal import refusal
 from ._tracing import tracing_after_cuts
 
-__all__ = ["ContextMiddleware", "enable_context_management"]
+__all__ = ["ContextMiddleware"]
 
 logger = logging.getLogger("agentscope_context_ext")
-
-_HOOK_LISTS = (
-    "_reply_middlewares",
-    "_acting_middlewares",
-    "_model_call_middlewares",
-    "_compress_context_middlewares",
-    "_system_prompt_middlewares",
-)
-"""Where a 2.0.x ``Agent`` keeps the middlewares of the hooks ours implements (on_reply,
-on_acting, on_model_call, on_compress_context, on_system_prompt), filtered once in its
-constructor."""
 
 
 class ContextMiddleware(MiddlewareBase):
@@ -216,7 +207,7 @@ class ContextMiddleware(MiddlewareBase):
             print(text, flush=True)
 
     def _to_stream(self, event: ContextEvent) -> None:
-        self._outbox.append(CustomEvent(name=f"context_ext.{event.type}", value=_plain(event.data)))
+        self._outbox.append(CustomEvent(name=f"context_ext.{event.type}", value=plain(event.data)))
 
     def _sent(self) -> list[CustomEvent]:
         sent, self._outbox = self._outbox, []
@@ -370,7 +361,7 @@ class ContextMiddleware(MiddlewareBase):
                 response = await next_handler(**input_kwargs)
         finally:
             self._running.discard("model")
-        sent = _sent_parts(input_kwargs)
+        sent = sent_parts(input_kwargs)
         choice = input_kwargs.get("tool_choice")
         if inspect.isasyncgen(response):
             return manager.relay_usage(response, sent, choice)
@@ -392,7 +383,7 @@ class ContextMiddleware(MiddlewareBase):
             # 2.x's compression tool (or a caller) passes its own context_config: a request to
             # compact now; the step before reasoning passes none.
             forced = input_kwargs.get("context_config") is not None
-            instruction = _hint_text(input_kwargs.get("instructions"))
+            instruction = hint_text(input_kwargs.get("instructions"))
             await manager.before_model_call(forced=forced, instruction=instruction)
         finally:
             self._running.discard("compress")
@@ -404,76 +395,3 @@ class ContextMiddleware(MiddlewareBase):
         if manager is None:
             return current_prompt
         return manager.system_prompt(current_prompt)
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as JSON data (an event's numbers, paths and tuples of them)."""
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
-
-
-def _sent_parts(model_kwargs: dict) -> tuple[str, list[dict]] | None:
-    """The system prompt and tool schemas of a model call, as 2.x passed them (its first
-    message is the system prompt it built); None when the call does not look like that."""
-    messages = model_kwargs.get("messages")
-    if not messages or getattr(messages[0], "role", None) != "system":
-        return None
-    content = messages[0].content
-    if isinstance(content, list) and len(content) == 1:  # 2.x makes its one TextBlock
-        content = getattr(content[0], "text", None)
-    if not isinstance(content, str):
-        return None
-    return content, list(model_kwargs.get("tools") or [])
-
-
-def _hint_text(instructions: Any) -> str | None:
-    if instructions is None:
-        return None
-    hint = getattr(instructions, "hint", instructions)
-    return hint if isinstance(hint, str) else output_text(hint)
-
-
-def enable_context_management(
-    agent: Any,
-    config: ContextConfig | dict[str, Any] | str | Path | None = None,
-    *,
-    compaction_model: ChatModelBase | None = None,
-) -> AgentManager:
-    """Turn on context management for an AgentScope 2.x ``Agent`` that already exists.
-
-    Adds a :class:`ContextMiddleware` to the agent's hook lists (2.x filters its middlewares
-    once, in the constructor, so the lists are where a new one goes) and returns the manager
-    (which sets its offloader when the agent has none). ``manager.detach()`` undoes it all.
-
-    Args:
-        agent (`Agent`): The 2.x agent.
-        config (`ContextConfig | dict | str | Path | None`): A config, a dict of keys, or a
-            YAML/JSON file path; ``None`` uses the defaults.
-        compaction_model (`ChatModelBase | None`): Model for summaries; default: the agent's.
-
-    Raises:
-        `ConfigError`: The configuration is invalid (the message names the key).
-        `ContextExtError`: The agent lacks what is needed, or is already managed.
-    """
-    if isinstance(getattr(agent, "context_manager", None), ContextManager):
-        raise ContextExtError(
-            "context management is already enabled on this agent; call detach() first"
-        )
-    missing = [name for name in _HOOK_LISTS if not isinstance(getattr(agent, name, None), list)]
-    if missing or not hasattr(agent, "state"):
-        raise ContextExtError(
-            f"enable_context_management needs an AgentScope 2.x Agent; {type(agent).__name__} "
-            "has no middleware lists: pass ContextMiddleware(...) in Agent(middlewares=[...])"
-        )
-    middleware = ContextMiddleware(config, compaction_model=compaction_model)
-    manager = middleware.bind(agent)
-    for attribute in _HOOK_LISTS:
-        hooks: list = getattr(agent, attribute)
-        hooks.append(middleware)
-        manager.record_undo(lambda hooks=hooks: hooks.remove(middleware))
-    return manager
