@@ -1,0 +1,218 @@
+"""The summary written ahead of the trigger (issue 44, design §4.6): started in the background
+when the prompt nears the trigger and used at the compaction; not ready -> extraction now and
+the model's summary used when it arrives; a hanging model cut by the timeout and not waited for
+after two failures; no task left behind; ``background_summary: false`` as before.
+
+A real agent of the installed major on the scripted model; a summary call is held open on an
+``asyncio.Event`` the test sets (never a sleep)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from harness_common import session_plan
+from installed_harness import is_compaction_call, managed, session_responder
+
+from agentscope_context_ext import get_token_counter
+from agentscope_context_ext.core.events import CompactionFinished, CompactionStarted
+from agentscope_context_ext.core.messages import Message, Text
+from agentscope_context_ext.core.pipeline import SummaryWriter
+from agentscope_context_ext.core.pipeline._summary_ahead import SummaryAhead
+from agentscope_context_ext.testing import ScriptedChatModel
+
+PLAN = session_plan(60, [2, 4, 3])
+
+
+def config(workspace: Any, **compaction: Any) -> dict:
+    return {
+        "workspace": str(workspace),
+        "max_input_tokens": 16384,
+        "notices": False,
+        "prompt_cache_price": 1.0,
+        "long_term_memory": {"enabled": False},
+        "compaction": compaction,
+    }
+
+
+def run_agent(tmp_path: Any, hold: bool, order: list[str], **compaction: Any) -> Any:
+    """A 40-call session whose summary calls are answered at once or (``hold``) only after
+    the first compaction finished; ``order`` gets ``summary call``/``compaction`` in the
+    order they happened."""
+    release: asyncio.Event | None = None
+    base = session_responder(PLAN)
+
+    async def respond(call: Any) -> object:
+        if is_compaction_call(call):
+            order.append("summary call")
+            if hold:
+                await release.wait()
+        return base(call)
+
+    agent = managed(ScriptedChatModel(respond), config(tmp_path / "ws", **compaction))
+
+    def listen(event: Any) -> None:
+        if isinstance(event, CompactionStarted):
+            order.append("compaction")
+        if isinstance(event, CompactionFinished):
+            order.append(f"finished {event.summary_source}")
+            release.set()
+
+    agent.manager.subscribe(listen)
+
+    async def main() -> None:
+        nonlocal release
+        release = asyncio.Event()
+        await agent.ask("Fetch every document of the plan.")
+
+    asyncio.run(main())
+    return agent
+
+
+def test_the_summary_written_ahead_is_used_at_the_trigger(tmp_path) -> None:
+    order: list[str] = []
+    agent = run_agent(tmp_path, hold=False, order=order)
+    ahead = agent.manager.pipeline.parts.compaction.ahead
+    assert "finished llm" in order
+    # the summary was asked for before the compaction began: the agent did not wait for it
+    first = order.index("compaction")
+    assert "summary call" in order[:first]
+    assert order[first + 1].startswith("finished")
+    assert ahead.stats.used >= 1 and ahead.stats.failed == 0
+    assert agent.manager.port.summary.source == "llm"
+
+
+def test_not_ready_extracts_now_and_uses_the_model_summary_when_it_arrives(tmp_path) -> None:
+    order: list[str] = []
+    agent = run_agent(tmp_path, hold=True, order=order)
+    ahead = agent.manager.pipeline.parts.compaction.ahead
+    # the first compaction could not wait for the held call: extraction, at once
+    assert order.index("summary call") < order.index("compaction")
+    assert order[order.index("compaction") + 1] == "finished extractive"
+    # the model's answer, released then, replaced it (no prompt caching: a swap is free)
+    assert ahead.stats.used_late >= 1
+    assert agent.manager.port.summary.source == "llm"
+
+
+def test_the_synchronous_switch_waits_as_before(tmp_path) -> None:
+    order: list[str] = []
+    agent = run_agent(tmp_path, hold=False, order=order, background_summary=False)
+    assert agent.manager.pipeline.parts.compaction.ahead is None
+    first = order.index("compaction")
+    # today's order: the compaction begins, then asks the model, then finishes
+    assert "summary call" not in order[:first]
+    assert order[first + 1 : first + 3] == ["summary call", "finished llm"]
+
+
+def test_no_task_outlives_the_agent(tmp_path) -> None:
+    """A summary still written when the reply ends belongs to the manager: a served turn's
+    end, an interrupted turn and ``detach`` cancel it and close its model call."""
+    cancelled: list[str] = []
+
+    async def main() -> None:
+        never = asyncio.Event()
+        base = session_responder(session_plan(14, [8, 20, 12]))
+
+        async def respond(call: Any) -> object:
+            if is_compaction_call(call):
+                try:
+                    await never.wait()
+                except asyncio.CancelledError:
+                    cancelled.append("summary call")
+                    raise
+            return base(call)
+
+        agent = managed(ScriptedChatModel(respond), config(tmp_path / "ws"))
+        await agent.ask("Fetch the documents.")
+        ahead = agent.manager.pipeline.parts.compaction.ahead
+        assert ahead.pending  # started near the trigger, never answered
+        task = ahead._job.task
+        await agent.manager.pipeline.stop_background()  # what a served turn's end runs
+        assert task.cancelled() and not ahead.active
+        assert cancelled == ["summary call"]
+        # a detached agent leaves no task either
+        await agent.ask("Fetch more.")
+        assert ahead.pending  # started again
+        task = ahead._job.task
+        agent.manager.detach()
+        await asyncio.wait({task})
+        # cancelled (its call closed, or never made when cancelled before it began)
+        assert task.cancelled() and cancelled[0] == "summary call"
+        assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+    asyncio.run(main())
+
+
+# ------------------------------------------------------------- the model's failures, in core
+
+
+def views(n: int) -> list[Message]:
+    return [
+        Message(f"m{i}", "user", "user", "", (Text(f"Please look at `module_{i}.py`."),))
+        for i in range(n)
+    ]
+
+
+class Port:
+    """What SummaryAhead reads of a memory: ids, views, the summary."""
+
+    def __init__(self, msgs: list[Message]) -> None:
+        self.msgs = msgs
+        self.summary = None
+
+    def message_ids(self) -> list[str]:
+        return [m.id for m in self.msgs]
+
+
+def test_a_hanging_model_is_cut_by_the_timeout_and_not_waited_for_after_two() -> None:
+    from agentscope_context_ext.core.pipeline._window_size import Window
+
+    calls: list[str] = []
+    answer = {"hang": True}
+
+    async def call_model(instruction: str, content: str) -> str:
+        calls.append("call")
+        if answer["hang"]:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                calls.append("closed")
+                raise
+        return (
+            "## Goal\n- look at the modules\n## Constraints\n- none\n## Progress\n- read them\n"
+            "## Key Decisions\n- none\n## Next Steps\n- go on\n## Critical Context\n- `module_1.py`\n"
+        )
+
+    async def main() -> None:
+        counter = get_token_counter("auto")
+        writer = SummaryWriter(call_model, counter, 16384, 800, timeout=0.05)
+        msgs = views(6)
+        ahead = SummaryAhead(writer, Port(msgs), lambda path: None, Window(16384, 0.8))
+        for failures in (1, 2):
+            ahead.start([m.id for m in msgs[:4]], msgs[:4], None)
+            await asyncio.wait({ahead._job.task})
+            assert ahead.outcome() is None and ahead.failures == failures
+        assert calls == ["call", "closed", "call", "closed"]  # each call closed at its timeout
+        assert not ahead.reliable
+        # a third attempt in the background: the compaction does not wait for it
+        ahead.start([m.id for m in msgs[:4]], msgs[:4], None)
+        count = type("Count", (), {"total": 14000})()
+        assert ahead.wait_point(count, 13107, 15000) == 13107
+        ahead.drop()
+        # it answers (in the background): worth waiting for again
+        answer["hang"] = False
+        ahead.start([m.id for m in msgs[:4]], msgs[:4], None)
+        assert ahead.wait_point(count, 13107, 15000) == 13107  # not yet
+        await asyncio.wait({ahead._job.task})
+        result = ahead.outcome()
+        assert result is not None and result.written and ahead.reliable
+        summary = ahead.use([m.id for m in msgs[:5]], msgs[:5], None)
+        assert summary is not None and summary.source == "llm"
+        assert ahead.stats.gap_messages == 1  # the fifth, folded beside it by extraction
+        ahead.start([m.id for m in msgs[:4]], msgs[:4], None)
+        assert ahead.wait_point(count, 13107, 15000) == 15000  # written now: waited for
+        assert ahead.wait_point(type("Count", (), {"total": 15001})(), 13107, 15000) == 13107
+        await ahead.close()
+        assert not ahead.active
+
+    asyncio.run(main())
