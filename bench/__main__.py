@@ -34,6 +34,7 @@ BENCHMARKS = {
     "B11": ("b11_history_search", None),
     "history": ("history_search", None),
     "B12": ("b12_real_servers", None),
+    "B13": ("b13_summary_wait", 2),
 }
 """Benchmark id -> (module, the AgentScope major it needs, or None for either). A benchmark for
 the other major is reported skipped (its module is not even imported: B8 compares against 2.x's

@@ -206,8 +206,8 @@ def test_a_hanging_model_is_cut_by_the_timeout_and_not_waited_for_after_two() ->
         await asyncio.wait({ahead._job.task})
         result = ahead.outcome()
         assert result is not None and result.written and ahead.reliable
-        summary = ahead.use([m.id for m in msgs[:5]], msgs[:5], None)
-        assert summary is not None and summary.source == "llm"
+        used = ahead.use([m.id for m in msgs[:5]], msgs[:5], None)
+        assert used is not None and used.summary.source == "llm" and used.attempts == 1
         assert ahead.stats.gap_messages == 1  # the fifth, folded beside it by extraction
         ahead.start([m.id for m in msgs[:4]], msgs[:4], None)
         assert ahead.wait_point(count, 13107, 15000) == 15000  # written now: waited for

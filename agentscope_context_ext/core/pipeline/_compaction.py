@@ -225,9 +225,10 @@ class Compaction:
         ahead = self.ahead
         if ahead is None or forced or extra_instruction:
             return await self.writer.summarize(views, previous, extra_instruction)
-        summary = ahead.use(old, views, previous)
-        if summary is not None:
-            return SummaryResult(self.writer.following(summary, previous), written=True)
+        result = ahead.use(old, views, previous)
+        if result is not None:
+            result.summary = self.writer.following(result.summary, previous)
+            return result
         if ahead.pending:
             ahead.fold_beside(old, views)
         result = SummaryResult(self.writer.following(self.writer.extend(views, previous), previous))

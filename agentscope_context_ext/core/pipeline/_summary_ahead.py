@@ -200,11 +200,11 @@ class SummaryAhead:
             return False
         if len(job.folded_ids) < len(job.covered):
             return False  # it covers messages still in memory: the next compaction uses it
-        summary = self.use([], [], current)
-        if summary is None:
+        result = self.use([], [], current)
+        if result is None:
             return False
         update = {"compactions": current.compactions, "dialog_refs": current.dialog_refs}
-        self.port.set_summary(summary.model_copy(update=update))
+        self.port.set_summary(result.summary.model_copy(update=update))
         return True
 
     def start(
@@ -259,7 +259,7 @@ class SummaryAhead:
         old_ids: Sequence[str],
         old: Sequence[Message],
         previous: CompactSummary | None,
-    ) -> CompactSummary | None:
+    ) -> SummaryResult | None:
         """The summary for a compaction folding ``old`` (the messages ``old_ids``) into
         ``previous``: the model's, with what it does not cover folded by extraction; ``None``
         when there is none ready that covers the start of what is folded (the caller extracts,
@@ -284,7 +284,8 @@ class SummaryAhead:
         self.stats.used += 1
         self.stats.used_late += bool(job.folded_ids)
         self._job = None
-        return summary
+        result.summary = summary
+        return result
 
     def fold_beside(self, old_ids: Sequence[str], old: Sequence[Message]) -> None:
         """An extractive compaction folded ``old`` while the summary is written: remember
