@@ -24,9 +24,9 @@ pytest.importorskip(
 pytest.importorskip("uvicorn", reason="uvicorn (AgentScope's 'service' extra) is not installed")
 pytest.importorskip("aiosqlite", reason="aiosqlite (the SQL storage's driver) is not installed")
 
-from test_served_app import big_text, custom, scripted  # noqa: E402
+from test_served_app import big_text, custom, scripted
 
-from agentscope_context_ext import context_middleware_factory  # noqa: E402
+from agentscope_context_ext import context_middleware_factory
 
 TURNS = 6
 

@@ -30,6 +30,7 @@ from ..events import (
     CompactionFailed,
     CompactionFinished,
     CompactionStarted,
+    ContextWarning,
     DialogSaved,
     EventBus,
 )
@@ -37,7 +38,7 @@ from ..messages import Message
 from ..summary import CompactSummary, merge_refs
 from ..tokens import TokenCounter
 from ..tracing import COMPACT_SPAN, SUMMARY_TEXT, context_span
-from ..workspace import DialogStore, ToolResultStore
+from ..workspace import DialogRef, DialogStore, ToolResultStore
 from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
 from ._port import ContextPort
@@ -201,10 +202,25 @@ class Compaction:
         return ids, items, budget
 
     async def look_ahead(self, count: PromptCount) -> None:
-        """Start the summary of what the next compaction folds, when the prompt nears the
-        trigger (:meth:`SummaryAhead.look_ahead`)."""
-        if self.ahead is not None:
-            await self.ahead.look_ahead(count, self._plan)
+        """Start the summary of the next fold near the trigger (``SummaryAhead.look_ahead``)."""
+        ahead = self.ahead
+        if ahead is None:
+            return
+        await ahead.look_ahead(count, self._plan, self._save_ahead)
+        errors, ahead.errors = ahead.errors, []
+        for error in errors:
+            await self.bus.emit(ContextWarning(where="summary_ahead", error=error))
+
+    async def _save_ahead(self, ids: list[str]) -> list[DialogRef] | None:
+        """The messages a summary written ahead covers, to ``dialog/`` before the model sees
+        them; ``None`` (a fault the pipeline reports) when the write failed."""
+        try:
+            refs = self.dialog.append(self.port.native(ids))
+        except Exception as exc:  # noqa: BLE001 - no summary then; nothing is lost
+            self.faults.failed("dialog", "dialog", self.dialog.directory, exc)
+            return None
+        self.faults.saved("dialog")
+        return refs
 
     def stop_ahead(self) -> None:
         """Cancel the summary written ahead, if any (its model call is closed)."""
@@ -222,18 +238,9 @@ class Compaction:
         """The summary of one compaction: today's synchronous call (``background_summary``
         off, forced, with an instruction), else the one written ahead or, when it is not
         ready, extraction now (the one written ahead used when it arrives)."""
-        ahead = self.ahead
-        if ahead is None or forced or extra_instruction:
+        if self.ahead is None or forced or extra_instruction:
             return await self.writer.summarize(views, previous, extra_instruction)
-        result = ahead.use(old, views, previous)
-        if result is not None:
-            result.summary = self.writer.following(result.summary, previous)
-            return result
-        if ahead.pending:
-            ahead.fold_beside(old, views)
-        result = SummaryResult(self.writer.following(self.writer.extend(views, previous), previous))
-        result.failures.append("the summary written ahead was not ready")
-        return result
+        return self.ahead.summary_for(old, views, previous)
 
     async def _compact(
         self,
@@ -267,11 +274,15 @@ class Compaction:
             f"[context] {why}: summarising {len(old)} older message(s), keeping the newest {kept}."
         )
         previous = self.port.summary
-        native = self.port.native(old)
+        # Saved when the summary written ahead started (§4.6): not written twice.
+        saved, refs = (
+            self.ahead.saved(old) if self.ahead is not None and not forced else (set(), [])
+        )
+        native = self.port.native([m for m in old if m not in saved])
         # SaveDialog (design §4.4): raw messages to disk first, durably, before the model is called
         # (a write that fails must not cost a summary) ...
         try:
-            refs = self.dialog.append(native)
+            refs = [*refs, *self.dialog.append(native)]
         except Exception as exc:  # noqa: BLE001 - compaction aborted, nothing is lost
             self._failed_at = count.total
             self.faults.failed("dialog", "dialog", self.dialog.directory, exc)

@@ -130,7 +130,10 @@ class ContextPipeline:
             exact_above = min(exact_above, int(self.trigger_tokens * AHEAD_SHARE))
         count = await self.count(sys_prompt, tools, exact_above=exact_above)
         if self.config.compaction.enabled:
-            await compaction.look_ahead(count)  # the summary written ahead (§4.6)
+            try:
+                await compaction.look_ahead(count)  # the summary written ahead (§4.6)
+            except Exception as exc:  # noqa: BLE001 - optional: never costs the step
+                await self.bus.emit(ContextWarning(where="summary_ahead", error=repr(exc)[:300]))
         point = self._point(cost, count)
         if not stage_two.eager:
             due = count.total > point

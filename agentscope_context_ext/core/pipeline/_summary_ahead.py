@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ..messages import Message
 from ..summary import CompactSummary
+from ..workspace import DialogRef
 from ._cut import CutItem, choose_cut, valid_boundaries
 from ._port import ContextPort
 from ._summary_writer import SummaryResult, SummaryWriter
@@ -52,6 +53,8 @@ MIN_SHARE = 0.02
 
 Plan = Callable[[PromptCount], Awaitable[tuple[list[str], list[CutItem], int]]]
 """``await plan(count)``: the messages' ids, what the cut knows of them, the tail's budget."""
+Save = Callable[[list[str]], Awaitable[list[DialogRef] | None]]
+"""``await save(ids)``: those messages written to ``dialog/`` (``None``: the write failed)."""
 
 
 @dataclass
@@ -88,6 +91,8 @@ class _Task:
     """Messages compacted by extraction since it started (it is late), oldest first."""
     folded: list[Message] = field(default_factory=list)
     """Their views, to fold beside it when it arrives."""
+    refs: list[DialogRef] = field(default_factory=list)
+    """Where the messages it covers were saved before the model saw them (design §4.4)."""
 
 
 class SummaryAhead:
@@ -113,6 +118,10 @@ class SummaryAhead:
         self.read_text = read_text
         self.window = window
         self._retry_at = 0
+        self.errors: list[str] = []
+        self._upgrade: tuple[str | None, CompactSummary] | None = None
+        """A late model summary ready to replace the summary in place (its rendering)."""
+        """Why tasks failed with an exception, for the pipeline to report (then cleared)."""
         self.stats = AheadStats()
         self.failures = 0
         """Failures of the summary model in a row."""
@@ -143,13 +152,14 @@ class SummaryAhead:
         """What the summary covers (empty without one)."""
         return self._job.covered if self._job is not None else ()
 
-    async def look_ahead(self, count: PromptCount, plan: Plan) -> None:
+    async def look_ahead(self, count: PromptCount, plan: Plan, save: Save) -> None:
         """Start the model's summary of what the compaction will fold, when the prompt
         (``count``) passes :data:`AHEAD_SHARE` of the trigger: the messages before the tail the
         cut will keep once the prompt has grown to the trigger. Nothing while one is written
         or ready and still fits the context, or soon after a failed attempt."""
         if self.active and not self.valid(self.port.message_ids(), self.port.summary):
             self.drop()
+        self._hold_late()
         if self.outcome() is None and not self.pending and self.failures:
             # failed (counted by outcome()): try again once the prompt grew, not every step
             retry = count.total + int(RETRY_SHARE * self.window.tokens)
@@ -163,8 +173,24 @@ class SummaryAhead:
         if sum(item.tokens for item in items[:cut]) < MIN_SHARE * self.window.tokens:
             return
         old = ids[:cut]
-        self.start(old, [self.port.view(m, self.read_text) for m in old], self.port.summary)
+        # The dialog first, as at a compaction: a write that fails costs no summary (§4.4).
+        refs = await save(old)
+        if refs is None:
+            self._retry_at = count.total + int(RETRY_SHARE * self.window.tokens)
+            return
+        views = [self.port.view(m, self.read_text) for m in old]
+        self.start(old, views, self.effective(self.port.summary))
+        self._job.refs = refs
         self._retry_at = 0
+
+    def saved(self, old_ids: Sequence[str]) -> tuple[set[str], list[DialogRef]]:
+        """Which of ``old_ids`` (folded now) are in ``dialog/`` already, saved when the summary
+        started, and their references; the references are handed out once."""
+        job = self._job
+        if job is None or not job.refs or not set(job.covered) <= {*job.folded_ids, *old_ids}:
+            return set(), []
+        refs, job.refs = job.refs, []
+        return set(job.covered), refs
 
     def wait_point(self, count: PromptCount, point: int, limit: int) -> int:
         """The compaction point while a summary is written: moved up to ``limit`` (as far as
@@ -187,24 +213,38 @@ class SummaryAhead:
             return end
         return cut
 
-    def swap_late(self) -> bool:
-        """Put a model summary that arrived after its extractive compaction in place of the
-        summary now, once every message it covers is folded (before the next compaction, or at
-        once where a swap costs nothing: no prompt caching). Returns whether it swapped."""
+    def effective(self, summary: CompactSummary | None) -> CompactSummary | None:
+        """The summary in place as the next compaction will extend it: ``summary``, or the
+        late model summary held to replace it (:meth:`swap_late`)."""
+        upgrade = self._upgrade
+        if upgrade is not None and upgrade[0] == _key(summary):
+            return upgrade[1]
+        return summary
+
+    def _hold_late(self) -> None:
+        """A late summary that arrived, every message it covers folded: kept to replace the
+        summary in place at the next compaction (:meth:`swap_late`), the task's place freed so
+        the next summary starts from it now."""
         job = self._job
         current = self.port.summary
         if job is None or not job.folded_ids or not job.task.done() or current is None:
-            return False
-        if not self.valid(self.port.message_ids(), current):
-            self.drop()
-            return False
+            return
         if len(job.folded_ids) < len(job.covered):
-            return False  # it covers messages still in memory: the next compaction uses it
+            return  # it covers messages still in memory: the next compaction uses it
         result = self.use([], [], current)
-        if result is None:
+        if result is not None:
+            update = {"compactions": current.compactions, "dialog_refs": current.dialog_refs}
+            self._upgrade = (_key(current), result.summary.model_copy(update=update))
+
+    def swap_late(self) -> bool:
+        """Put a model summary that arrived after its extractive compaction in place of the
+        summary now (before the next compaction, whose prefix breaks anyway, or at once where a
+        swap costs nothing: no prompt caching). Returns whether it swapped."""
+        self._hold_late()
+        upgrade, self._upgrade = self._upgrade, None
+        if upgrade is None or upgrade[0] != _key(self.port.summary):
             return False
-        update = {"compactions": current.compactions, "dialog_refs": current.dialog_refs}
-        self.port.set_summary(result.summary.model_copy(update=update))
+        self.port.set_summary(upgrade[1])
         return True
 
     def start(
@@ -228,7 +268,7 @@ class SummaryAhead:
         if job.task.get_loop() is not _running_loop():
             return False
         # After an extractive compaction folded beside it, the summary in place is that one's.
-        if not job.folded_ids and job.base != _key(previous):
+        if not job.folded_ids and job.base != _key(self.effective(previous)):
             return False
         seq = (*job.folded_ids, *ids)
         return len(seq) > len(job.covered) and seq[: len(job.covered)] == job.covered
@@ -249,7 +289,7 @@ class SummaryAhead:
             self.stats.failed += 1
             self._job = None
             if exc is not None:
-                logger.warning("the background summary failed: %r", exc)
+                self.errors.append(repr(exc)[:300])
             return None
         self.failures = 0  # it answered: worth waiting for again
         return result
@@ -272,7 +312,7 @@ class SummaryAhead:
         if tuple(seq_ids[: len(job.covered)]) != job.covered or len(seq_ids) < len(job.covered):
             self.drop()
             return None
-        if not job.folded_ids and job.base != _key(previous):
+        if not job.folded_ids and job.base != _key(self.effective(previous)):
             self.drop()
             return None
         gap = [*job.folded, *old][len(job.covered) :]
@@ -285,6 +325,21 @@ class SummaryAhead:
         self.stats.used_late += bool(job.folded_ids)
         self._job = None
         result.summary = summary
+        return result
+
+    def summary_for(
+        self, old_ids: Sequence[str], old: Sequence[Message], previous: CompactSummary | None
+    ) -> SummaryResult:
+        """The summary of a compaction folding ``old`` into ``previous``: the one written
+        ahead (:meth:`use`) or, when it is not ready, extraction now (a running one is kept,
+        :meth:`fold_beside`, and used when it arrives)."""
+        result = self.use(old_ids, old, previous)
+        if result is None:
+            if self.pending:
+                self.fold_beside(old_ids, old)
+            result = SummaryResult(self.writer.extend(old, previous))
+            result.failures.append("the summary written ahead was not ready")
+        result.summary = self.writer.following(result.summary, previous)
         return result
 
     def fold_beside(self, old_ids: Sequence[str], old: Sequence[Message]) -> None:
