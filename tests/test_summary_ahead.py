@@ -216,3 +216,23 @@ def test_a_hanging_model_is_cut_by_the_timeout_and_not_waited_for_after_two() ->
         assert not ahead.active
 
     asyncio.run(main())
+
+
+def test_after_a_failed_summary_the_next_one_is_started(tmp_path) -> None:
+    """A failed attempt is tried again once the prompt grew (it once kept being postponed, so
+    no summary was ever started again)."""
+    base = session_responder(PLAN)
+    failing = [2]  # the first attempt and its stricter retry
+
+    def respond(call: Any) -> object:
+        if is_compaction_call(call) and failing[0]:
+            failing[0] -= 1
+            return RuntimeError("the summary model is away")
+        return base(call)
+
+    agent = managed(ScriptedChatModel(respond), config(tmp_path / "ws"))
+    asyncio.run(agent.ask("Fetch every document of the plan."))
+    ahead = agent.manager.pipeline.parts.compaction.ahead
+    assert ahead.stats.failed == 1 and ahead.failures == 0  # it answered since
+    assert ahead.stats.used >= 1
+    assert agent.manager.stats.counts["warning"] == 0  # a model's error is a failed attempt

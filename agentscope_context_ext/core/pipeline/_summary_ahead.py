@@ -119,9 +119,9 @@ class SummaryAhead:
         self.window = window
         self._retry_at = 0
         self.errors: list[str] = []
+        """Why tasks failed with an exception, for the pipeline to report (then cleared)."""
         self._upgrade: tuple[str | None, CompactSummary] | None = None
         """A late model summary ready to replace the summary in place (its rendering)."""
-        """Why tasks failed with an exception, for the pipeline to report (then cleared)."""
         self.stats = AheadStats()
         self.failures = 0
         """Failures of the summary model in a row."""
@@ -160,10 +160,11 @@ class SummaryAhead:
         if self.active and not self.valid(self.port.message_ids(), self.port.summary):
             self.drop()
         self._hold_late()
-        if self.outcome() is None and not self.pending and self.failures:
-            # failed (counted by outcome()): try again once the prompt grew, not every step
-            retry = count.total + int(RETRY_SHARE * self.window.tokens)
-            self._retry_at = max(self._retry_at, retry)
+        failures = self.failures
+        self.outcome()  # a task that failed is counted and forgotten here
+        if self.failures > failures:
+            # try again once the prompt grew, not at every step
+            self._retry_at = count.total + int(RETRY_SHARE * self.window.tokens)
         trigger = self.window.trigger_tokens
         if self.active or count.total < AHEAD_SHARE * trigger or count.total < self._retry_at:
             return
