@@ -2,7 +2,7 @@
 (B12): what each request was for, what came back, why it failed, and the server's count of
 the prompt against ours.
 
-Works on :class:`recording_proxy.Exchange` records (``tests/recording_proxy.py``) and on plain
+Works on :class:`recording_proxy.Exchange` records (``tests/support/recording_proxy.py``) and on plain
 data only: no model runs here.
 """
 

@@ -2,8 +2,8 @@
 service (``create_app``), which builds agent, model and middleware anew every turn.
 
 ``create_app`` is served by uvicorn on loopback (SQLite storage, the in-memory bus,
-``LocalWorkspaceManager``; the harness of ``tests/served_app.py``), its agents' model an
-OpenAI-protocol loopback server with scripted answers (``tests/llm_servers.py``). Two agents of
+``LocalWorkspaceManager``; the harness of ``tests/support/served_app.py``), its agents' model an
+OpenAI-protocol loopback server with scripted answers (``tests/support/llm_servers.py``). Two agents of
 one user run the same turns, interleaved: *ours* gets ``context_middleware_factory`` (extractive
 summaries, long-term memory off: the cost of building the middleware and of its pipeline, not of
 a summary model), *plain* no middleware. Each turn reads an 8 KB file with ``Read`` and answers
@@ -34,7 +34,7 @@ TITLE = "served turn overhead: create_app, ours against no middleware (local / R
 MODEL_SECONDS = 1.0
 TARGET_SHARE = 0.05
 WINDOW = 32768
-TESTS = Path(__file__).resolve().parent.parent / "tests"
+SUPPORT = Path(__file__).resolve().parent.parent / "tests" / "support"
 
 
 def _missing() -> str | None:
@@ -46,8 +46,8 @@ def _missing() -> str | None:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         return f"AgentScope's service is not installed ({exc.name}): pip install -e '.[serve]'"
-    if not (TESTS / "served_app.py").is_file():
-        return f"the served-app harness {TESTS / 'served_app.py'} is missing"
+    if not (SUPPORT / "served_app.py").is_file():
+        return f"the served-app harness {SUPPORT / 'served_app.py'} is missing"
     return None
 
 
@@ -155,7 +155,7 @@ def run(quick: bool = False) -> dict:
     missing = _missing()
     if missing is not None:
         return {"id": "B10", "skipped": missing}
-    sys.path.insert(0, str(TESTS))
+    sys.path.insert(0, str(SUPPORT))
     from .b9_redis_backend import _redis_server
 
     turns = 6 if quick else 20

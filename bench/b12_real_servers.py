@@ -38,7 +38,7 @@ from ._exchanges import server_speed
 
 TITLE = "real model servers: llama-cpp-python's OpenAI server, chat end to end"
 REPO = Path(__file__).resolve().parent.parent
-TESTS = REPO / "tests"
+SUPPORT = REPO / "tests" / "support"
 RECORDING = Path(__file__).resolve().parent / "b12-recording"
 NOT_YET = {
     "serve": "not yet: serve runs the agent file's model settings (compat included) once "
@@ -153,7 +153,7 @@ def _summary_check(url: str, model: str, timeout: float) -> tuple[bool, str]:
 
 def run(quick: bool = False) -> dict:
     """Measure and return the B12 record."""
-    sys.path.insert(0, str(TESTS))
+    sys.path.insert(0, str(SUPPORT))
     from llama_server import LlamaServer, find_gguf, server_missing
     from recording_proxy import RecordingProxy
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real model server and models of B12 and tests/test_local_model.py, installed into a venv.
+# The real model server and models of B12 and tests/agents/test_local_model.py, installed into a venv.
 #
 # Usage: bash bench/llama_venv.sh VENV [--coder]   (idempotent; VENV must exist)
 #
@@ -41,7 +41,7 @@ if [ "${2:-}" = "--coder" ]; then
 fi
 
 # Fails here, not in the tests, when the server or the model cannot be found.
-(cd "$HERE/tests" && "$VENV/bin/python" -c '
+(cd "$HERE/tests/support" && "$VENV/bin/python" -c '
 import llama_cpp
 from llama_server import find_gguf, server_missing
 problem = server_missing()

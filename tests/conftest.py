@@ -1,11 +1,19 @@
-"""Shared fixtures: no network for any test, and access to ../shared/data; which test files
-each AgentScope major collects.
+"""Fixtures shared by several folders (no network for any test, ../shared/data, the workspace,
+Redis, both storage backends and both search engines; a folder's own are in its conftest.py) and
+which folders each AgentScope major collects.
 
-Every test file runs on both majors but two: the core's tests use the core's own messages and a
-port of the tests' own (``neutral_port.py``), the adapters' tests drive the installed major
-through ``adapter.installed`` (``installed_harness.py``, and ``test_port_contract.py``, the
-contract both adapters meet). A test about one major's own objects inside a shared file is
-marked ``agentscope1`` (or skipped on 1.x)."""
+The tests sit in folders by layer (tests/README.md):
+
+- ``core/``: the core alone, on its own messages and the tests' neutral port
+  (``support/neutral_port.py``); no AgentScope adapter.
+- ``agents/``: real agents of whichever AgentScope is installed, driven through
+  ``adapter.installed`` (``support/installed_harness.py``): the same files run under each major,
+  and CI runs the suite under both, so each file covers both adapters. A test about one major's
+  own objects in there is marked ``agentscope1`` (or ``agentscope2``) and skipped on the other.
+- ``agentscope1/``, ``agentscope2/``: one major's own objects; not collected on the other.
+- ``served/``: ``create_app`` and ``serve`` (AgentScope 2.x's service); not collected on 1.x.
+- ``cli/``, ``bench/``, ``docs/``: the command line, the benchmarks' code, the README and notebooks.
+- ``support/``: helper modules, importable by name (``pythonpath`` in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -15,41 +23,33 @@ import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from offline import NetworkBlockedError
 
 from agentscope_context_ext.compat import agentscope_major, agentscope_version
 
-AGENTSCOPE1_ONLY = frozenset(
-    {
-        "test_context_memory.py",
-    }
-)
-"""Test files about AgentScope 1.x's own objects (``ContextMemory``, the 1.x ``MemoryBase``):
-not collected on 2.x."""
+AGENTSCOPE1_ONLY = ("agentscope1",)
+"""Folders about AgentScope 1.x's own objects (``ContextMemory``, the 1.x ``MemoryBase``): not
+collected on 2.x."""
 
-AGENTSCOPE2_ONLY = frozenset(
-    {
-        "test_agentscope2.py",
-        "test_served.py",
-        "test_served_app.py",
-        "test_served_harness.py",
-        "test_served_workers.py",
-        "test_served_adversary.py",
-        "test_serve_agent_file.py",
-        "test_served_refusals.py",
-        "test_serve_stop.py",
-    }
-)
-"""Test files about AgentScope 2.x's own objects (the middleware, its state, events and image
-limit; ``create_app``, the service 1.x does not have): not collected on 1.x."""
+AGENTSCOPE2_ONLY = ("agentscope2", "served")
+"""Folders about AgentScope 2.x's own objects (the middleware, its state, events and image
+limit) and ``create_app``, the service 1.x does not have: not collected on 1.x."""
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _other_majors_folders() -> tuple[str, ...]:
+    return AGENTSCOPE1_ONLY if agentscope_major() >= 2 else AGENTSCOPE2_ONLY
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Collect the files of the installed AgentScope's major version (and every core test)."""
-    other = AGENTSCOPE1_ONLY if agentscope_major() >= 2 else AGENTSCOPE2_ONLY
-    return True if collection_path.name in other else None
+    """Collect the folders of the installed AgentScope's major version (and every other one)."""
+    path = Path(collection_path).resolve()
+    # The folder, or anything in it named on the command line.
+    folder = path.relative_to(TESTS).parts[:1] if path.is_relative_to(TESTS) else ()
+    return True if folder and folder[0] in _other_majors_folders() else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -65,19 +65,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    other = AGENTSCOPE1_ONLY if agentscope_major() >= 2 else AGENTSCOPE2_ONLY
+    other = _other_majors_folders()
     return (
-        f"AgentScope {agentscope_version()}: {len(other)} test file(s) of the other major "
-        f"version not collected ({', '.join(sorted(other))})"
+        f"AgentScope {agentscope_version()}: {len(other)} test folder(s) of the other major "
+        f"version not collected ({', '.join(f'tests/{name}/' for name in other)})"
     )
 
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("ACE_SHARED_DATA", REPO.parent / "shared" / "data"))
-
-
-class NetworkBlockedError(RuntimeError):
-    """A test (or the code under test) tried to reach a non-loopback address."""
 
 
 def _is_loopback(host: object) -> bool:
@@ -169,24 +165,6 @@ def redis_url() -> Iterator[str]:
     yield f"{base}?prefix={prefix}"
     for key in client.scan_iter(match=f"{prefix}:*", count=1000):
         client.delete(key)
-
-
-@pytest.fixture(scope="session")
-def llama() -> Iterator[Any]:
-    """A real llama-cpp-python server (``python -m llama_cpp.server``) on loopback with
-    SmolLM2-135M-Instruct, for the whole session (``llama_server.py``). Skipped when this
-    interpreter has no server or no model; a failure when ACE_REQUIRE_LLAMA=1 (``.ci/run`` sets
-    it after installing them)."""
-    from llama_server import REQUIRE_ENV, LlamaServer, find_gguf, server_missing
-
-    problem = server_missing()
-    gguf, label = find_gguf("small") if problem is None else (None, problem)
-    if gguf is None:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{label}, and {REQUIRE_ENV}=1 requires it")
-        pytest.skip(label)
-    with LlamaServer(gguf, n_ctx=4096) as server:
-        yield server
 
 
 @pytest.fixture(params=["local", "redis"])

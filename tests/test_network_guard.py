@@ -3,8 +3,7 @@
 import socket
 
 import pytest
-
-from conftest import NetworkBlockedError
+from offline import NetworkBlockedError
 
 
 def test_non_loopback_connection_is_blocked() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from served_app import agent_file
 
-STUB = Path(__file__).with_name("studio_stub.py")
+STUB = Path(__file__).parent.parent / "support" / "studio_stub.py"
 CLI = "import sys; from agentscope_context_ext.cli import main; sys.exit(main(sys.argv[1:]))"
 
 

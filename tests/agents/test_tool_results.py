@@ -6,7 +6,7 @@ and cut again, and the window share caps stage one. Images in a tool result, cou
 media cost and replaced by a saved copy once old, run framework-free on the neutral port (a
 core tool answers text only) and on a 1.x agent's own image blocks. Stage one inside the tool
 call, before a result is printed (issue 17), uses 1.x's print hook and tool responses: marked
-``agentscope1`` (2.x shows what the model gets on its event stream, see test_agentscope2.py)."""
+``agentscope1`` (2.x shows what the model gets on its event stream, see agentscope2/test_agentscope2_adapter.py)."""
 
 from __future__ import annotations
 

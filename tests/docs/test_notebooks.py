@@ -10,7 +10,7 @@ from nbclient import NotebookClient
 
 from agentscope_context_ext.compat import agentscope_major
 
-FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
+FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
 ALL_NOTEBOOKS = sorted(FOLDER.rglob("*.ipynb"))
 NOTEBOOKS = [
     p

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from llama_like_server import LlamaCppLikeServer
 from llm_servers import ModelServer, Reply
 from served_app import ServedApp, ServeProcess, run_cli, serve_options, service_missing
-from test_openai_compat import LlamaCppLikeServer
 
 from agentscope_context_ext import context_middleware_factory
 from agentscope_context_ext.agentscope2._tools import as_tool

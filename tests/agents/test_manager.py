@@ -2,7 +2,7 @@
 with a streaming model, compaction notices shown and never stored, on a managed agent of the
 installed AgentScope. How 1.x attaches to a ``ReActAgent`` (every change through its public API,
 ``detach()`` undoing it exactly, its compression config, ``ContextReActAgent``) is 1.x's own
-and marked ``agentscope1``; 2.x's attachment is tested in test_agentscope2.py."""
+and marked ``agentscope1``; 2.x's attachment is tested in agentscope2/test_agentscope2_adapter.py."""
 
 from __future__ import annotations
 

@@ -358,7 +358,7 @@ def test_journaled_job_of_a_killed_process_runs_on_next_start(
     script = textwrap.dedent(
         f"""
         import asyncio, os, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parent.parent / "support")!r}]
         from test_long_term_memory import agent_runner
         from agentscope_context_ext.core.longterm import LongTermMemory, SummarizerService
         from agentscope_context_ext.testing import ScriptedChatModel
@@ -646,7 +646,7 @@ async def test_memory_is_shown_bounded_refreshed_only_on_change_and_never_saved(
 async def test_on_1x_memory_is_a_head_message_never_the_system_prompt(workspace: Path) -> None:
     """On 1.x Memory.md reaches the model as a head message, never through the system prompt
     (which ``ReActAgent`` saves as state); 2.x adds it to the system prompt (its state has
-    none): test_agentscope2.py."""
+    none): agentscope2/test_agentscope2_adapter.py."""
     from agentscope.agent import ReActAgent
     from agentscope.message import Msg
     from agentscope.tool import Toolkit

@@ -28,7 +28,7 @@ from agentscope_context_ext.replay import (
     summary_fidelity,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # bench/ is the repository's, not the package's
     sys.path.insert(0, str(REPO))
 

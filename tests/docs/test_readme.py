@@ -1,9 +1,11 @@
-"""The README's Python examples run as written (offline), and what their comments and the text
-around them claim is what they do, so the docs cannot rot.
+"""The Python examples of the README and of the docs pages (docs/*.md) run as written
+(offline), and what their comments and the text around them claim is what they do, so the docs
+cannot rot.
 
 An example whose first line is ``# AgentScope 2.x`` or ``# AgentScope 1.x`` is for that major
 version; one without runs on both. The examples of the installed major (and those for both)
-run here; CI runs the suite under each major, so every example runs somewhere."""
+run here; CI runs the suite under each major, so every example runs somewhere. An example shown
+on two pages (the README's quick start is also the first of docs/agent.md) runs once."""
 
 from __future__ import annotations
 
@@ -18,35 +20,48 @@ import pytest
 
 from agentscope_context_ext.compat import agentscope_major
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
+PAGES = {
+    path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+    for path in [README, *sorted((ROOT / "docs").glob("*.md"))]
+}
+"""README.md and every page of the docs site, by path in the repository."""
+ALL_TEXT = "\n".join(PAGES.values())
 MAJOR = min(agentscope_major(), 2)
 MARKS = {"# AgentScope 1.x": 1, "# AgentScope 2.x": 2}
 """The first line that says which major version an example is for."""
+AGENTSCOPE1_PAGE = "docs/agentscope1.md"
+"""The one page of 1.x examples: everywhere else the examples are 2.x's (or both's)."""
 
 
 @dataclass(frozen=True)
 class Example:
     code: str
+    page: str
+    """The page it is shown on first (README.md first, then docs/ by name)."""
     line: int
-    """Where its fence opens in README.md."""
+    """Where its fence opens on that page."""
     major: int | None
     """The major version it is for; ``None``: both."""
 
     @property
     def name(self) -> str:
-        return f"line-{self.line}-{f'{self.major}.x' if self.major else 'both'}"
+        stem = Path(self.page).stem.lower()
+        return f"{stem}-line-{self.line}-{f'{self.major}.x' if self.major else 'both'}"
 
 
 FENCES = [
-    (match.group(1).strip(), match.group(2), TEXT.count("\n", 0, match.start()) + 1)
-    for match in re.finditer(r"^```([^\n]*)\n(.*?)^```[ \t]*$", TEXT, re.S | re.M)
+    (page, match.group(1).strip(), match.group(2), text.count("\n", 0, match.start()) + 1)
+    for page, text in PAGES.items()
+    for match in re.finditer(r"^```([^\n]*)\n(.*?)^```[ \t]*$", text, re.S | re.M)
 ]
-EXAMPLES = [
-    Example(code, line, MARKS.get(code.split("\n", 1)[0].strip()))
-    for info, code, line in FENCES
-    if info == "python"
-]
+EXAMPLES: list[Example] = []
+for _page, _info, _code, _line in FENCES:
+    if _info.split()[:1] == ["python"] and all(example.code != _code for example in EXAMPLES):
+        EXAMPLES.append(Example(_code, _page, _line, MARKS.get(_code.split("\n", 1)[0].strip())))
+"""Every Python example once, where it is first shown."""
 RUNNABLE = [example for example in EXAMPLES if example.major in (None, MAJOR)]
 """The examples of the installed AgentScope."""
 
@@ -56,20 +71,20 @@ only_1x = pytest.mark.skipif(MAJOR != 1, reason="a check of an AgentScope 1.x ex
 
 def _run(block: str, name: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__readme__"}
-    exec(compile(block, f"README.md {name}", "exec"), namespace)
+    exec(compile(block, f"docs example {name}", "exec"), namespace)
     return namespace
 
 
 def _block(marker: str) -> str:
     """The one example of the installed major (or of both) that contains ``marker``."""
     found = [example.code for example in RUNNABLE if marker in example.code]
-    assert len(found) == 1, f"exactly one README example should contain {marker!r}"
+    assert len(found) == 1, f"exactly one docs example should contain {marker!r}"
     return found[0]
 
 
 def _after(heading_text: str, fence: str = "```\n") -> str:
-    """The first plain fenced block after ``heading_text``."""
-    rest = TEXT[TEXT.index(heading_text) :]
+    """The first plain fenced block after ``heading_text`` (on whichever page has it)."""
+    rest = ALL_TEXT[ALL_TEXT.index(heading_text) :]
     start = rest.index(fence) + len(fence)
     return rest[start : rest.index("```", start)]
 
@@ -80,20 +95,28 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_example_is_for_both_majors_or_says_which() -> None:
-    for info, code, line in FENCES:
-        # an example in another Python fence (```py, ```python3) would never run
-        assert info in ("", "python", "bash", "yaml"), f"README.md:{line}: fence {info!r}"
+    for page, info, code, line in FENCES:
+        # an example in another Python fence (```py, ```python3, ```pycon) would never run
+        language = info.split()[0].lower() if info else ""
+        assert language == "python" or not language.startswith("py"), f"{page}:{line}: {info!r}"
         if info == "python":
             first = code.split("\n", 1)[0].strip()
             if first.lower().startswith("# agentscope"):
-                assert first in MARKS, f"README.md:{line}: {first!r} is not one of {set(MARKS)}"
+                assert first in MARKS, f"{page}:{line}: {first!r} is not one of {set(MARKS)}"
     assert {example.major for example in EXAMPLES} == {None, 1, 2}
-    # 2.x first: the first example is for 2.x, and 1.x's are in their own section
-    assert EXAMPLES[0].major == 2
-    section = TEXT.index("\n## AgentScope 1.x\n")
-    for example in EXAMPLES:
-        if example.major == 1:
-            assert TEXT.index(example.code) > section, f"README.md:{example.line}"
+    # 2.x first: the README's first example is for 2.x, and 1.x's are on their own page
+    assert next(e for e in EXAMPLES if e.page == "README.md").major == 2
+    for page, info, code, line in FENCES:
+        if info == "python" and MARKS.get(code.split("\n", 1)[0].strip()) == 1:
+            assert page == AGENTSCOPE1_PAGE, f"{page}:{line}: a 1.x example"
+
+
+def test_an_example_shown_twice_is_the_same_example() -> None:
+    """The README's quick start is also docs/agent.md's first example: shown twice, run once,
+    so the two must not drift apart (then both would run, and neither would be the other)."""
+    readme = [code for page, info, code, _ in FENCES if page == "README.md" and info == "python"]
+    agent = [code for page, info, code, _ in FENCES if page == "docs/agent.md" and info == "python"]
+    assert readme[0] == agent[0]
 
 
 @pytest.mark.parametrize("example", RUNNABLE, ids=lambda example: example.name)
@@ -187,7 +210,7 @@ def _read_file_output(results: list[str], module: Path, manager: Any, tmp_path: 
     assert manager.counter.count_text(output) <= share
     # "dialog/, tool_result/, Memory.md live here"
     assert Path(manager.workspace).resolve() == (tmp_path / ".agentscope-context").resolve()
-    # "no copy is saved" (README, Give an agent read_file)
+    # "no copy is saved" (docs/agent.md, Give an agent read_file)
     assert not list((tmp_path / ".agentscope-context" / "tool_result").glob("*.txt"))
 
 
@@ -287,7 +310,7 @@ def test_truncation_example_does_what_its_comments_say() -> None:
     assert (Path(".agentscope-context") / path).read_text(encoding="utf-8") == html
     # stage one, then stage two on the same file
     assert len(excerpt.encode()) <= 51200 + 1024 and len(older.encode()) <= 3000 + 1024
-    # the notice the README shows is the one printed (the hash name aside)
+    # the notice the page shows is the one printed (the hash name aside)
     shown = _after("The notice at the end of `older` reads:")
     actual = older[older.index("<<<TRUNCATED>>>") :]
     name = Path(path).name
@@ -318,16 +341,16 @@ def test_token_example_is_exact() -> None:
 
 
 def test_summary_claim_is_what_b7_measured() -> None:
-    claim = " ".join(TEXT[TEXT.index("benchmark B7: it keeps") :][:120].split())
+    claim = " ".join(ALL_TEXT[ALL_TEXT.index("benchmark B7: it keeps") :][:120].split())
     percent = int(re.search(r"keeps (\d+)% of the identifiers", claim).group(1))
-    results = (README.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    results = PAGES["docs/benchmarks.md"]
     b7 = results[results.index("## B7") : results.index("Before issue 11")]
     rows = [line.split("|")[1:-1] for line in b7.splitlines() if re.match(r"\| \w+#\d", line)]
     assert rows, "docs/benchmarks.md has the B7 table"
     for row in rows:
         assert float(row[4].strip().rstrip("%")) >= percent
         ours, theirs = (int(x.replace(",", "")) for x in row[7].split("/"))
-        assert ours <= theirs * 0.8, "the README says the summary is shorter (two thirds)"
+        assert ours <= theirs * 0.8, "the docs say the summary is shorter (two thirds)"
 
 
 def test_session_example_restores_what_it_says(
@@ -347,7 +370,8 @@ def test_the_overflow_example_is_refused_as_it_says(capsys: pytest.CaptureFixtur
 
 
 def test_the_notebooks_table_names_the_notebooks() -> None:
-    table = TEXT[TEXT.index("## Notebooks") : TEXT.index("## How it is built")]
+    page = PAGES["docs/development.md"]
+    table = page[page.index("## Notebooks") : page.index("## Running the benchmarks")]
     named = set(re.findall(r"`(notebooks/[\w/]+\.ipynb)`", table))
     on_disk = {
         p.relative_to(README.parent).as_posix() for p in README.parent.glob("notebooks/**/*.ipynb")

@@ -30,6 +30,7 @@ from agentscope_context_ext.testing import ModelCall, ScriptedChatModel, reply, 
 
 FACT = "User said: I prefer metric units in every report"
 TESTS = Path(__file__).resolve().parent
+SUPPORT = TESTS.parent / "support"  # the helpers the test modules import
 
 
 def jobs(workspace: Path) -> list[Path]:
@@ -152,7 +153,7 @@ def test_ctrl_c_during_a_reply_keeps_the_job_for_the_next_start(workspace: Path)
     script = textwrap.dedent(
         f"""
         import asyncio, sys
-        sys.path.insert(0, {str(TESTS)!r})
+        sys.path[:0] = [{str(TESTS)!r}, {str(SUPPORT)!r}]
         from test_memory_jobs import Session, start_a_job
         from pathlib import Path
 

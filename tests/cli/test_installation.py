@@ -16,7 +16,7 @@ import pytest
 from agentscope_context_ext.compat import agentscope_major
 from agentscope_context_ext.core.installation import client_install_command, install_command
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _name(requirement: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from agentscope_context_ext import agentscope_major
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 OTHER_ADAPTER = (
     "agentscope_context_ext.agentscope1"
     if agentscope_major() >= 2

@@ -25,7 +25,7 @@ from agentscope_context_ext.core.events import ToolResultTruncated
 from agentscope_context_ext.core.trace_export import traces_endpoint
 from agentscope_context_ext.core.tracing import record_span, tracing_enabled
 
-RUN = Path(__file__).with_name("traced_run.py")
+RUN = Path(__file__).parent.parent / "support" / "traced_run.py"
 CLI = "import sys; from agentscope_context_ext.cli import main; sys.exit(main(sys.argv[1:]))"
 PROJECT = "context-ext-tests"
 
@@ -346,7 +346,7 @@ def test_a_refused_prompt_is_an_error_span(tmp_path: Path) -> None:
     assert not [s for s in spans if s.name.startswith("chat ")], "nothing was sent"
 
 
-EXPORT_CHECKS = Path(__file__).with_name("export_checks.py")
+EXPORT_CHECKS = Path(__file__).parent.parent / "support" / "export_checks.py"
 
 
 def export_check(*argv: str) -> dict:

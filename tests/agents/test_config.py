@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from agentscope_context_ext import ConfigError, ContextConfig, load_config
 from agentscope_context_ext.core.config import render_yaml
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_default_yaml_equals_the_model_defaults() -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from llm_servers import ModelServer, Reply
+from llama_like_server import LlamaCppLikeServer
+from llm_servers import Reply
 
 from agentscope_context_ext import ConfigError
 from agentscope_context_ext.cli import main
@@ -25,42 +25,6 @@ from agentscope_context_ext.core.agent_file import load_agent_file
 TOOL = "harness_common:fetch" if agentscope_major() >= 2 else "agent_harness:fetch"
 BOTH = {"string_content": True, "tool_choice_auto": True}
 OFF = {"string_content": False, "tool_choice_auto": False}
-
-
-def _template_error(request: dict) -> str | None:
-    """What llama-cpp-python's chat template raises on a content that is not a string."""
-    for message in request.get("messages", []):
-        content = message.get("content")
-        if not isinstance(content, str):
-            kind = "NoneType" if content is None else type(content).__name__
-            return f'can only concatenate str (not "{kind}") to str'
-    return None
-
-
-class LlamaCppLikeServer(ModelServer):
-    """The OpenAI protocol as llama-cpp-python's server answers it (an imitation): a content
-    that is not a string is HTTP 500 with its error body, and without ``tool_choice: "auto"``
-    its model is not shown the tools (so it calls none)."""
-
-    def __init__(self, respond) -> None:
-        super().__init__("openai", respond)
-        self.refused: list[dict] = []
-
-    def _openai(self, handler: Any, request: dict) -> None:
-        problem = _template_error(request)
-        if problem:
-            self.refused.append(request)
-            error = {"message": problem, "type": "internal_server_error", "param": None}
-            body = json.dumps({"error": {**error, "code": None}}).encode()
-            handler.send_response(500)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(body)))
-            handler.end_headers()
-            handler.wfile.write(body)
-            return
-        if request.get("tool_choice") != "auto":
-            request = {key: value for key, value in request.items() if key != "tools"}
-        super()._openai(handler, request)
 
 
 def fetching_model(request: dict) -> Reply:
@@ -179,11 +143,11 @@ def test_string_content_joins_text_parts_and_keeps_media() -> None:
 
 
 def test_the_documented_compat_examples_are_valid() -> None:
-    """README's agent file and configs/agents/llama-cpp.yaml are agent files with the compat
-    section they show."""
-    root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    block = readme.split("```yaml\n# agent.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
+    """The docs' agent file (docs/agent-files.md) and configs/agents/llama-cpp.yaml are agent
+    files with the compat section they show."""
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "agent-files.md").read_text(encoding="utf-8")
+    block = page.split("```yaml\n# agent.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     assert load_agent_file(yaml.safe_load(block)).model.compat is not None
     shipped = load_agent_file(root / "configs" / "agents" / "llama-cpp.yaml").model.compat
     assert shipped is not None and shipped.string_content and shipped.tool_choice_auto

@@ -108,7 +108,7 @@ async def test_counts_bounds_and_the_change_log(workspace: Path) -> None:
 
 async def test_the_running_count_is_the_prompt_the_model_receives(workspace: Path) -> None:
     """The incremental count before each model call equals formatting and counting the prompt
-    the model then gets (the neutral version is in test_tally.py)."""
+    the model then gets (the neutral version is in core/test_token_tally.py)."""
     plan = session_plan(total_calls=20, sizes_kb=SIZES_KB)
     scripted = session_responder(plan)
     errors: list[float] = []

@@ -139,7 +139,7 @@ def test_bad_agent_files_are_one_clear_error(tmp_path: Path, monkeypatch) -> Non
 def test_the_shipped_agent_files_are_valid(name: str) -> None:
     from agentscope_context_ext.core.agent_file import load_agent_file
 
-    spec = load_agent_file(Path(__file__).parent.parent / "configs" / "agents" / f"{name}.yaml")
+    spec = load_agent_file(Path(__file__).parents[2] / "configs" / "agents" / f"{name}.yaml")
     assert spec.model.provider == name
     assert spec.tools.explorer is not None
 
