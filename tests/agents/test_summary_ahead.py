@@ -9,10 +9,11 @@ A real agent of the installed major on the scripted model; a summary call is hel
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 from harness_common import session_plan
-from installed_harness import is_compaction_call, managed, session_responder
+from installed_harness import dialog_views, is_compaction_call, managed, session_responder
 
 from agentscope_context_ext import get_token_counter
 from agentscope_context_ext.core.events import CompactionFinished, CompactionStarted
@@ -143,6 +144,84 @@ def test_no_task_outlives_the_agent(tmp_path) -> None:
     asyncio.run(main())
 
 
+def held_agent(
+    tmp_path: Any, answered: list[str], gates: list[asyncio.Event], steps: list[int]
+) -> Any:
+    """An agent whose summary calls wait for the last of ``gates`` to be set (``answered``
+    gets ``call``, then ``closed`` when one was cancelled or ``answered``); a reply makes the
+    last of ``steps`` steps of ``fetch`` calls, then answers."""
+    base = session_responder(session_plan(40, [8, 20, 12]))
+
+    async def respond(call: Any) -> object:
+        if not is_compaction_call(call):
+            if steps[-1] == 0:
+                return "Paused."
+            steps[-1] -= 1
+        if is_compaction_call(call):
+            answered.append("call")
+            try:
+                await gates[-1].wait()
+            except asyncio.CancelledError:
+                answered.append("closed")
+                raise
+            answered.append("answered")
+        return base(call)
+
+    return managed(ScriptedChatModel(respond), config(tmp_path / "ws"))
+
+
+def in_dialog_and_context(agent: Any) -> set[str]:
+    return {m.id for m in dialog_views(agent)} & {m.id for m in agent.views()}
+
+
+def test_asyncio_run_twice_loses_no_summary_and_leaves_no_task(tmp_path, caplog) -> None:
+    """A script's ``asyncio.run(agent.reply(...))`` per reply: a summary still written when
+    the loop ends is cancelled with its call closed and started again by the next reply; one
+    that arrived before the loop ended is used by the next; nothing in ``dialog/`` is still in
+    the context meanwhile, and no pending file is left behind."""
+    answered: list[str] = []
+    gates: list[asyncio.Event] = []
+    steps: list[int] = []
+    agent = held_agent(tmp_path, answered, gates, steps)
+    sources: list[str] = []
+    agent.manager.subscribe(
+        lambda e: sources.append(e.summary_source) if isinstance(e, CompactionFinished) else None
+    )
+    ahead = agent.manager.pipeline.parts.compaction.ahead
+    pending = tmp_path / "ws" / "dialog_pending"
+
+    async def ask(text: str, fetches: int) -> None:
+        gates.append(asyncio.Event())  # an event of this loop
+        steps.append(fetches)
+        await agent.ask(text)
+
+    # ends with a summary held
+    asyncio.run(ask("Fetch the documents.", len(session_plan(14, [8, 20, 12]))))
+    assert answered == ["call", "closed"] and ahead.pending is False
+    assert in_dialog_and_context(agent) == set(), "saved ahead, not moved"
+
+    async def second() -> None:
+        await ask("Where are we?", 0)
+        assert ahead.stats.dropped == 1, "the cancelled one is counted, not lost silently"
+        assert ahead.pending  # started again
+        gates[-1].set()  # it answers before this loop ends
+        await asyncio.wait({ahead._job.task})
+
+    asyncio.run(second())
+    assert answered == ["call", "closed", "call", "answered"]
+    # the third reply uses that answer, although its loop is gone: no summary call again
+    before = len(sources)
+    asyncio.run(ask("Fetch the rest.", 99))  # on to the trigger
+    assert answered[4:] == ["call", "closed"]  # the next fold's, held when the loop ended
+    assert ahead.stats.used == 1 and ahead.stats.used_late == 0
+    assert sources[before] == "llm"  # the third reply's first: the answer of the second loop
+    assert in_dialog_and_context(agent) == set(), "moved, not copied"
+    agent.manager.detach()
+    assert not pending.exists() or not list(pending.iterdir())
+    gc.collect()
+    assert "Task was destroyed" not in caplog.text
+
+
 # ------------------------------------------------------------- the model's failures, in core
 
 
@@ -187,7 +266,9 @@ def test_a_hanging_model_is_cut_by_the_timeout_and_not_waited_for_after_two() ->
         counter = get_token_counter("auto")
         writer = SummaryWriter(call_model, counter, 16384, 800, timeout=0.05)
         msgs = views(6)
-        ahead = SummaryAhead(writer, Port(msgs), lambda path: None, Window(16384, 0.8))
+        ahead = SummaryAhead(
+            writer, Port(msgs), lambda path: None, Window(16384, 0.8), lambda key: None
+        )
         for failures in (1, 2):
             ahead.start([m.id for m in msgs[:4]], msgs[:4], None)
             await asyncio.wait({ahead._job.task})

@@ -38,7 +38,7 @@ from ..messages import Message
 from ..summary import CompactSummary, merge_refs
 from ..tokens import TokenCounter
 from ..tracing import COMPACT_SPAN, SUMMARY_TEXT, context_span
-from ..workspace import DialogRef, DialogStore, ToolResultStore
+from ..workspace import DialogStore, ToolResultStore
 from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
 from ._port import ContextPort
@@ -116,7 +116,7 @@ class Compaction:
         self.ahead: SummaryAhead | None = None
         """The summary written ahead (``compaction.background_summary`` with a model)."""
         if config.compaction.background_summary and writer.call_model is not None:
-            self.ahead = SummaryAhead(writer, port, results.read_text, window)
+            self.ahead = SummaryAhead(writer, port, results.read_text, window, dialog.unstage)
 
     @property
     def max_input_tokens(self) -> int:
@@ -211,16 +211,17 @@ class Compaction:
         for error in errors:
             await self.bus.emit(ContextWarning(where="summary_ahead", error=error))
 
-    async def _save_ahead(self, ids: list[str]) -> list[DialogRef] | None:
-        """The messages a summary written ahead covers, to ``dialog/`` before the model sees
-        them; ``None`` (a fault the pipeline reports) when the write failed."""
+    async def _save_ahead(self, ids: list[str]) -> str | None:
+        """The messages a summary written ahead covers, saved before the model sees them to a
+        pending file (they are still in memory: not in ``dialog/``, design §4.6); ``None`` (a
+        fault the pipeline reports) when the write failed."""
         try:
-            refs = self.dialog.append(self.port.native(ids))
+            pending_file = self.dialog.stage(self.port.native(ids))
         except Exception as exc:  # noqa: BLE001 - no summary then; nothing is lost
             self.faults.failed("dialog", "dialog", self.dialog.directory, exc)
             return None
         self.faults.saved("dialog")
-        return refs
+        return pending_file
 
     def stop_ahead(self) -> None:
         """Cancel the summary written ahead, if any (its model call is closed)."""
@@ -274,15 +275,11 @@ class Compaction:
             f"[context] {why}: summarising {len(old)} older message(s), keeping the newest {kept}."
         )
         previous = self.port.summary
-        # Saved when the summary written ahead started (§4.6): not written twice.
-        saved, refs = (
-            self.ahead.saved(old) if self.ahead is not None and not forced else (set(), [])
-        )
-        native = self.port.native([m for m in old if m not in saved])
+        native = self.port.native(old)
         # SaveDialog (design §4.4): raw messages to disk first, durably, before the model is called
         # (a write that fails must not cost a summary) ...
         try:
-            refs = [*refs, *self.dialog.append(native)]
+            refs = self.dialog.append(native)
         except Exception as exc:  # noqa: BLE001 - compaction aborted, nothing is lost
             self._failed_at = count.total
             self.faults.failed("dialog", "dialog", self.dialog.directory, exc)

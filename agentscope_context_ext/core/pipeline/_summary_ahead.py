@@ -14,11 +14,17 @@ own, and the agent goes on. At the compaction:
   replaces the extractive one at the next compaction (the prefix breaks there anyway), or at
   once when the prompt is not cached (``prompt_cache_price: 1``: the swap costs nothing).
 
+What a summary covers is saved before the model reads it (design §4.4) to a pending file
+(``DialogStore.stage``), not ``dialog/``, which holds only messages that left the context: the
+compaction that removes them writes them there; the pending file goes with the summary.
+
 A summary model that failed twice in a row (an error, an unusable answer, the timeout) is not
 waited for again until it answers once: the background attempts go on, compactions are
 extractive meanwhile. A task that can no longer be used (a forced compaction, another
 conversation loaded, the agent detached, a served turn's end) is cancelled, which closes its
-model call; none outlives its owner.
+model call; none outlives its owner. One left running when a non-served reply ended goes on
+while the event loop lives (``asyncio.run`` ending cancels it, its call closed: the next step
+starts another); a result that arrived before the loop ended is used.
 """
 
 from __future__ import annotations
@@ -30,7 +36,6 @@ from dataclasses import dataclass, field
 
 from ..messages import Message
 from ..summary import CompactSummary
-from ..workspace import DialogRef
 from ._cut import CutItem, choose_cut, valid_boundaries
 from ._port import ContextPort
 from ._summary_writer import SummaryResult, SummaryWriter
@@ -53,8 +58,11 @@ MIN_SHARE = 0.02
 
 Plan = Callable[[PromptCount], Awaitable[tuple[list[str], list[CutItem], int]]]
 """``await plan(count)``: the messages' ids, what the cut knows of them, the tail's budget."""
-Save = Callable[[list[str]], Awaitable[list[DialogRef] | None]]
-"""``await save(ids)``: those messages written to ``dialog/`` (``None``: the write failed)."""
+Save = Callable[[list[str]], Awaitable[str | None]]
+"""``await save(ids)``: those messages written to a pending file, its key (``None``: the
+write failed)."""
+Discard = Callable[[str], None]
+"""``discard(key)``: a pending file deleted."""
 
 
 @dataclass
@@ -91,7 +99,7 @@ class _Task:
     """Messages compacted by extraction since it started (it is late), oldest first."""
     folded: list[Message] = field(default_factory=list)
     """Their views, to fold beside it when it arrives."""
-    refs: list[DialogRef] = field(default_factory=list)
+    pending_file: str | None = None
     """Where the messages it covers were saved before the model saw them (design §4.4)."""
 
 
@@ -104,6 +112,7 @@ class SummaryAhead:
         read_text (`Callable`): Reads a saved output whole (the summary sees what an excerpt
             cut, as the compaction's does).
         window (`Window`): The window and the trigger.
+        discard (`Callable`): Deletes a pending file (``DialogStore.unstage``).
     """
 
     def __init__(
@@ -112,7 +121,9 @@ class SummaryAhead:
         port: ContextPort,
         read_text: Callable[[str], str | None],
         window: Window,
+        discard: Discard,
     ) -> None:
+        self.discard = discard
         self.writer = writer
         self.port = port
         self.read_text = read_text
@@ -175,23 +186,14 @@ class SummaryAhead:
             return
         old = ids[:cut]
         # The dialog first, as at a compaction: a write that fails costs no summary (§4.4).
-        refs = await save(old)
-        if refs is None:
+        pending_file = await save(old)
+        if pending_file is None:
             self._retry_at = count.total + int(RETRY_SHARE * self.window.tokens)
             return
         views = [self.port.view(m, self.read_text) for m in old]
         self.start(old, views, self.effective(self.port.summary))
-        self._job.refs = refs
+        self._job.pending_file = pending_file
         self._retry_at = 0
-
-    def saved(self, old_ids: Sequence[str]) -> tuple[set[str], list[DialogRef]]:
-        """Which of ``old_ids`` (folded now) are in ``dialog/`` already, saved when the summary
-        started, and their references; the references are handed out once."""
-        job = self._job
-        if job is None or not job.refs or not set(job.covered) <= {*job.folded_ids, *old_ids}:
-            return set(), []
-        refs, job.refs = job.refs, []
-        return set(job.covered), refs
 
     def wait_point(self, count: PromptCount, point: int, limit: int) -> int:
         """The compaction point while a summary is written: moved up to ``limit`` (as far as
@@ -262,11 +264,12 @@ class SummaryAhead:
         """Whether the summary still fits the context (``ids``: the messages now,
         ``previous``: the summary in place): its base is what it extends, and what it covers is
         the start of what was folded since and what is in memory. A task started on another
-        event loop (a script's earlier ``asyncio.run``) is gone with that loop."""
+        event loop (a script's earlier ``asyncio.run``) and not finished there is gone with
+        that loop (cancelled when it ended); a result that arrived there is as good as any."""
         job = self._job
         if job is None:
             return False
-        if job.task.get_loop() is not _running_loop():
+        if job.task.get_loop() is not _running_loop() and not _answered(job.task):
             return False
         # After an extractive compaction folded beside it, the summary in place is that one's.
         if not job.folded_ids and job.base != _key(self.effective(previous)):
@@ -281,14 +284,14 @@ class SummaryAhead:
         if job is None or not job.task.done():
             return None
         if job.task.cancelled():
-            self._job = None
+            self._end(dropped=True)  # the loop it ran on ended (``asyncio.run``)
             return None
         exc = job.task.exception()
         result = job.task.result() if exc is None else None
         if result is None or not result.written:
             self.failures += 1
             self.stats.failed += 1
-            self._job = None
+            self._end()
             if exc is not None:
                 self.errors.append(repr(exc)[:300])
             return None
@@ -324,7 +327,7 @@ class SummaryAhead:
             self.stats.gap_messages += len(gap)
         self.stats.used += 1
         self.stats.used_late += bool(job.folded_ids)
-        self._job = None
+        self._end()
         result.summary = summary
         return result
 
@@ -352,10 +355,9 @@ class SummaryAhead:
 
     def drop(self) -> None:
         """Forget a finished result unused, or cancel a running task (its call is closed)."""
-        job, self._job = self._job, None
+        job = self._end(dropped=True)
         if job is None:
             return
-        self.stats.dropped += 1
         task = job.task
         if not task.done():
             if task.get_loop() is _running_loop() or not task.get_loop().is_closed():
@@ -365,6 +367,15 @@ class SummaryAhead:
             self.stats.unused_answer_tokens += task.result().answer_tokens
 
     cancel = drop
+
+    def _end(self, dropped: bool = False) -> _Task | None:
+        """Forget the job (counted ``dropped`` when unused), its pending file deleted."""
+        job, self._job = self._job, None
+        if job is not None:
+            self.stats.dropped += dropped
+            if job.pending_file is not None:
+                self.discard(job.pending_file)
+        return job
 
     async def close(self) -> None:
         """Cancel a running task and wait until its model call is closed."""
@@ -376,6 +387,10 @@ class SummaryAhead:
 
 def _key(summary: CompactSummary | None) -> str | None:
     return summary.render() if summary is not None else None
+
+
+def _answered(task: asyncio.Task) -> bool:
+    return task.done() and not task.cancelled() and task.exception() is None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
