@@ -188,7 +188,7 @@ def test_asyncio_run_twice_loses_no_summary_and_leaves_no_task(tmp_path, caplog)
         lambda e: sources.append(e.summary_source) if isinstance(e, CompactionFinished) else None
     )
     ahead = agent.manager.pipeline.parts.compaction.ahead
-    pending = tmp_path / "ws" / "dialog_pending"
+    pending = tmp_path / "ws" / "dialog" / "pending"
 
     async def ask(text: str, fetches: int) -> None:
         gates.append(asyncio.Event())  # an event of this loop

@@ -30,9 +30,10 @@ from ._tool_result_store import ToolResultStore
 logger = logging.getLogger("agentscope_context_ext")
 
 DIALOG_DIRNAME = "dialog"
-PENDING_DIRNAME = "dialog_pending"
-"""Messages saved before they leave memory (a summary written ahead, design §4.6): outside
-``dialog/``, so no reader sees a message twice, once there and once in the context."""
+PENDING_DIRNAME = f"{DIALOG_DIRNAME}/pending"
+"""Messages saved before they leave memory (a summary written ahead, design §4.6): beside the
+day files, which readers list (so no reader sees a message there and in the context at once),
+and on the same disk (a ``dialog/`` that cannot be written fails their write too)."""
 _FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
 
 
@@ -100,7 +101,7 @@ class DialogStore(Generic[M]):
         return refs
 
     def stage(self, msgs: Sequence[M]) -> str:
-        """Write ``msgs`` durably to a pending file of their own under ``dialog_pending/``,
+        """Write ``msgs`` durably to a pending file of their own under ``dialog/pending/``,
         which no reader lists: saved before a summary model reads them, while they are still
         in memory (design §4.6). They reach ``dialog/`` when a compaction removes them.
 
