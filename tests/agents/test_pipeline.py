@@ -6,7 +6,6 @@ looping and the Raw Dialog guide stays one line per file, framework-free on the 
 from __future__ import annotations
 
 import asyncio
-
 from pathlib import Path
 
 import pytest

@@ -145,11 +145,15 @@ def test_no_task_outlives_the_agent(tmp_path) -> None:
 
 
 def held_agent(
-    tmp_path: Any, answered: list[str], gates: list[asyncio.Event], steps: list[int]
+    tmp_path: Any,
+    answered: list[str],
+    gates: list[asyncio.Event],
+    steps: list[int],
+    asked: asyncio.Event | None = None,
 ) -> Any:
     """An agent whose summary calls wait for the last of ``gates`` to be set (``answered``
-    gets ``call``, then ``closed`` when one was cancelled or ``answered``); a reply makes the
-    last of ``steps`` steps of ``fetch`` calls, then answers."""
+    gets ``call``, then ``closed`` when one was cancelled or ``answered``; ``asked`` is set at
+    a call); a reply makes the last of ``steps`` steps of ``fetch`` calls, then answers."""
     base = session_responder(session_plan(40, [8, 20, 12]))
 
     async def respond(call: Any) -> object:
@@ -159,6 +163,8 @@ def held_agent(
             steps[-1] -= 1
         if is_compaction_call(call):
             answered.append("call")
+            if asked is not None:
+                asked.set()
             try:
                 await gates[-1].wait()
             except asyncio.CancelledError:
@@ -220,6 +226,43 @@ def test_asyncio_run_twice_loses_no_summary_and_leaves_no_task(tmp_path, caplog)
     assert not pending.exists() or not list(pending.iterdir())
     gc.collect()
     assert "Task was destroyed" not in caplog.text
+
+
+def test_an_interrupted_reply_leaves_the_summary_running_for_the_next(tmp_path) -> None:
+    """A reply cancelled while its summary is written (the user stopped it, the loop lives
+    on): the summary goes on, and the next reply's compaction uses it."""
+    answered: list[str] = []
+    gates: list[asyncio.Event] = []
+    steps: list[int] = []
+    asked = asyncio.Event()
+    agent = held_agent(tmp_path, answered, gates, steps, asked)
+    ahead = agent.manager.pipeline.parts.compaction.ahead
+    sources: list[str] = []
+    agent.manager.subscribe(
+        lambda e: sources.append(e.summary_source) if isinstance(e, CompactionFinished) else None
+    )
+
+    async def main() -> None:
+        gates.append(asyncio.Event())
+        steps.append(len(session_plan(14, [8, 20, 12])))
+        reply = asyncio.ensure_future(agent.ask("Fetch the documents."))
+        await asyncio.wait(
+            {reply, asyncio.ensure_future(asked.wait())}, return_when="FIRST_COMPLETED"
+        )
+        assert not reply.done(), "stopped while the summary is written"
+        reply.cancel()
+        await asyncio.wait({reply})
+        assert ahead.pending and answered == ["call"], "not cancelled with the reply"
+        gates[-1].set()
+        await asyncio.wait({ahead._job.task})
+        before = len(sources)
+        steps.append(99)
+        await agent.ask("Go on.")
+        assert sources[before] == "llm"
+        assert answered[:2] == ["call", "answered"]
+
+    asyncio.run(main())
+    assert in_dialog_and_context(agent) == set()
 
 
 # ------------------------------------------------------------- the model's failures, in core
