@@ -35,6 +35,7 @@ BENCHMARKS = {
     "history": ("history_search", None),
     "B12": ("b12_real_servers", None),
     "startup": ("cli_startup", None),
+    "B13": ("b13_summary_wait", 2),
 }
 """Benchmark id -> (module, the AgentScope major it needs, or None for either). A benchmark for
 the other major is reported skipped (its module is not even imported: B8 compares against 2.x's

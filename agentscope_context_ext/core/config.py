@@ -77,6 +77,8 @@ class CompactionConfig(_Section):
     """Seconds one summary call may take; then its request is closed and the next attempt made."""
     summary_output_tokens: int | None = Field(None, ge=64)
     """The summary call's output cap, sent as the provider's max_tokens; ``null``: twice the summary's size."""
+    background_summary: bool = True
+    """Write the model's summary in the background before the trigger (the agent does not wait); false: at the trigger, waited for."""
 
     def summary_tokens(self, max_input_tokens: int) -> int:
         """The summary's token budget for a window of ``max_input_tokens``."""

@@ -370,18 +370,24 @@ class ContextManager(ABC):
 
     @portal
     async def end_turn(self) -> None:
-        """A served turn is over (``per_turn``): the Summarizer's jobs awaited, a due daily
-        consolidation run, long-term memory stopped."""
+        """A served turn is over (``per_turn``): the summary written ahead cancelled (the
+        next turn starts it again), the Summarizer's jobs awaited, a due daily consolidation
+        run, long-term memory stopped."""
+        await self.pipeline.stop_background()
         if self.long_term_service is not None:
             await self.long_term_service.end_turn()
 
     def abandon_turn(self) -> None:
         """A served turn was interrupted: nothing is awaited (the Summarizer's jobs finish in the
-        background; a dead worker's stay journaled for the next turn); the scheduler stops."""
+        background; a dead worker's stay journaled for the next turn); the scheduler stops,
+        the summary written ahead is cancelled."""
+        self.pipeline.parts.compaction.stop_ahead()
         if self.long_term_service is not None:
             self.long_term_service.abandon_turn()
 
     def close_long_term(self) -> None:
-        """Stop long-term memory (the scheduler; ``Memory.md`` taken away from the model)."""
+        """Stop long-term memory (the scheduler; ``Memory.md`` taken away from the model) and
+        the summary written ahead."""
+        self.pipeline.parts.compaction.stop_ahead()
         if self.long_term_service is not None:
             self.long_term_service.close()

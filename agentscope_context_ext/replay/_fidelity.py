@@ -158,6 +158,10 @@ async def summary_fidelity(
             model formats its own input).
     """
     config = config or ContextConfig()
+    # Scored is what the model writes for exactly what the one compaction folds: asked then, not
+    # ahead of it for a predicted part (design §4.6; when does not matter here).
+    synchronous = config.compaction.model_copy(update={"background_summary": False})
+    config = config.model_copy(update={"compaction": synchronous})
     counter = get_token_counter("qwen")
     with tempfile.TemporaryDirectory() as scratch:
         if window is None:

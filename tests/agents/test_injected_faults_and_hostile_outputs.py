@@ -50,7 +50,7 @@ FAULTS = {
     "memory removal": ("port", "remove"),
     "tool-result write": (ToolResultStore, "save"),
     "ttl cleanup": (ToolResultStore, "maybe_cleanup"),
-    "summary model": (SummaryWriter, "summarize"),
+    "summary model": (SummaryWriter, "model_summary"),
     "token check": (TokenTally, "count"),
 }
 """Where each fault is injected: a class of the core, or the adapter's port (its summary and

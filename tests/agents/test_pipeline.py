@@ -5,6 +5,7 @@ looping and the Raw Dialog guide stays one line per file, framework-free on the 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -94,9 +95,15 @@ async def test_long_session_stays_in_window_without_orphans_or_loss(
 # ------------------------------------------------------------ framework-free: the core alone
 
 
-def _manager(workspace: Path, window: int, summary_call=None) -> NeutralManager:
+def _manager(
+    workspace: Path, window: int, summary_call=None, background: bool = True
+) -> NeutralManager:
     return NeutralManager(
-        {"workspace": str(workspace), "max_input_tokens": window},
+        {
+            "workspace": str(workspace),
+            "max_input_tokens": window,
+            "compaction": {"background_summary": background},
+        },
         tools=[fetch],
         summary_call=summary_call or ScriptedCallModel(model_summary),
     )
@@ -107,16 +114,27 @@ def _manager(workspace: Path, window: int, summary_call=None) -> NeutralManager:
     [RuntimeError("upstream 500: internal error"), None, "lorem ipsum garbage without sections"],
     ids=["raises", "nothing", "garbage"],
 )
+@pytest.mark.parametrize("background", [False, True], ids=["at-compaction", "ahead"])
 async def test_failing_compaction_model_gives_extractive_summary(
-    workspace: Path, bad: object
+    workspace: Path, bad: object, background: bool
 ) -> None:
     plan = session_plan(total_calls=20, sizes_kb=SIZES_KB)
     compaction = ScriptedCallModel(lambda call: bad)
-    manager = _manager(workspace, 16384, compaction)
+    manager = _manager(workspace, 16384, compaction, background)
     agent = NeutralAgent(manager, fetch_session(plan))
     assert await agent.ask("Fetch all documents. Never skip one.") == "All documents fetched."
     assert manager.stats.compactions >= 1
-    assert len(compaction.calls) == 2 * manager.stats.compactions, "tried, retried, extracted"
+    ahead = manager.pipeline.parts.compaction.ahead
+    if not background:
+        assert ahead is None
+        assert len(compaction.calls) == 2 * manager.stats.compactions, "tried, retried, extracted"
+    else:
+        # written ahead (tried, retried) and failed: each compaction extracted, none waited
+        if ahead.pending:
+            await asyncio.wait({ahead._job.task})
+        ahead.outcome()  # the last one's failure, counted
+        assert ahead.stats.failed >= 1 and ahead.stats.used == 0
+        assert len(compaction.calls) == 2 * ahead.stats.failed, "tried, retried, extracted"
     assert all(turn.orphans() == [] for turn in agent.turns)
     summary = manager.port.summary
     assert summary.source == "extractive"

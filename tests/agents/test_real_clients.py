@@ -54,7 +54,12 @@ async def test_an_agent_file_agent_through_the_real_client(
 ) -> None:
     script = Script()
     with ModelServer(protocol, script, usage_offset=USAGE_OFFSET) as server:
-        spec = agent_file(provider, server.url, stream, TOOL, workspace=str(workspace))
+        # the summary asked at each compaction, through the real client (written ahead:
+        # tests/served/test_summary_ahead_served.py)
+        sync = {"background_summary": False}
+        spec = agent_file(
+            provider, server.url, stream, TOOL, workspace=str(workspace), compaction=sync
+        )
         agent = managed(spec)
         manager = agent.manager
         final = await agent.ask("collect the documents")

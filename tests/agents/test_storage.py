@@ -233,7 +233,10 @@ async def _run_session(workspace: str) -> tuple[list, object]:
     from installed_harness import managed, scripted_session
 
     model = scripted_session(session_plan(total_calls=16, sizes_kb=[30, 200, 60, 12]))
-    agent = managed(model, {"workspace": workspace, "max_input_tokens": 16384})
+    # the summary asked at the compaction: one written ahead is ready or not by the event
+    # loop's turns, which a backend's round trips change
+    config = {"workspace": workspace, "max_input_tokens": 16384}
+    agent = managed(model, {**config, "compaction": {"background_summary": False}})
     await agent.ask("collect the documents")
     return model.calls, agent
 

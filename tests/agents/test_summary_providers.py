@@ -55,6 +55,8 @@ async def run(server: ModelServer, workspace: Path, stream: bool) -> tuple[list[
         TOOL,
         workspace=str(workspace),
         long_term_memory={"enabled": False},
+        # what the summary model is sent and answers, asked at each compaction
+        compaction={"background_summary": False},
     )
     agent = build_agent(spec)
     manager = agent.context_manager

@@ -381,7 +381,10 @@ async def test_a_caller_that_gives_up_stops_a_compaction_waiting_for_the_summary
         step = len([m for m in call.messages if m.get("tool_calls")])
         return reply(f"step {step}", tool_call("fetch", f"d{step}", seed=step))
 
-    run = Run(workspace, 16384, ScriptedChatModel(script), **{"compaction": {"model": None}})
+    # a compaction that waits for its summary: the synchronous one (one written ahead is not
+    # waited for, and outlives an interrupted reply: tests/agents/test_summary_ahead.py)
+    compaction = {"model": None, "background_summary": False}
+    run = Run(workspace, 16384, ScriptedChatModel(script), compaction=compaction)
     task = asyncio.ensure_future(run.say("fetch"))
     await asyncio.wait_for(asked.wait(), 60)
     task.cancel()

@@ -153,6 +153,7 @@ async def test_a_failing_dialog_write_costs_no_model_call(
     agent = managed(model, config(workspace))
     manager = agent.manager
     monkeypatch.setattr(DialogStore, "append", disk_full)
+    monkeypatch.setattr(DialogStore, "stage", disk_full)  # what a summary written ahead saves
     with contextlib.suppress(WorkspaceWriteError):  # whether the prompt reaches the window
         await agent.ask("fetch the documents")  # depends on the plan
     assert manager.stats.counts["compaction_failed"] >= 1

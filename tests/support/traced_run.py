@@ -47,6 +47,9 @@ def config(out: Path) -> dict:
         "max_input_tokens": 16384,
         "truncation": {"first_max_bytes": 8192, "second_max_bytes": 1500, "recent_n": 2},
         "long_term_memory": {"consolidation_time": "off", "retry_backoff_seconds": 0},
+        # the summary model's call inside its compaction's span: asked at the compaction (one
+        # written ahead runs beside the agent's steps, design §4.6)
+        "compaction": {"background_summary": False},
     }
 
 

@@ -30,6 +30,7 @@ from ..events import (
     CompactionFailed,
     CompactionFinished,
     CompactionStarted,
+    ContextWarning,
     DialogSaved,
     EventBus,
 )
@@ -42,7 +43,8 @@ from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
 from ._port import ContextPort
 from ._stage_two import StageTwo
-from ._summary_writer import SummaryWriter
+from ._summary_ahead import SummaryAhead
+from ._summary_writer import SummaryResult, SummaryWriter
 from ._tally import PromptCount, TokenTally
 from ._window_size import Window
 
@@ -111,6 +113,10 @@ class Compaction:
         self.window = window
         self.notify = notify
         self._failed_at: int | None = None
+        self.ahead: SummaryAhead | None = None
+        """The summary written ahead (``compaction.background_summary`` with a model)."""
+        if config.compaction.background_summary and writer.call_model is not None:
+            self.ahead = SummaryAhead(writer, port, results.read_text, window, dialog.unstage)
 
     @property
     def max_input_tokens(self) -> int:
@@ -144,17 +150,12 @@ class Compaction:
             and count.total <= window
         ):
             return count
-        ids = self.port.message_ids()
-        tokens = await self.tally.message_tokens(self.port)
-        items = [cut_item(self.port.view(msg_id), tokens.get(msg_id, 0)) for msg_id in ids]
-        # Keep the newest messages that fit in keep_recent_ratio of the window, and never so
-        # much that system prompt + summary + tail would sit near the trigger again.
-        fixed = count.system + count.tools + max(count.head, self.writer.budget_tokens)
-        budget = min(
-            int(self.config.compaction.keep_recent_ratio * window),
-            int(self.trigger_tokens * AFTER_COMPACTION_SHARE) - fixed,
-        )
+        if force and self.ahead is not None:
+            self.ahead.drop()  # what it summarises is folded now, with the instruction given
+        ids, items, budget = await self._plan(count)
         cut = choose_cut(items, 0 if force else max(budget, 0))
+        if not force and self.ahead is not None:
+            cut = self.ahead.cut_to_covered(ids, items, cut)
         compactable = sum(item.tokens for item in items[:cut])
         if cut == 0 or (not force and compactable < MIN_COMPACTABLE_SHARE * window):
             if force:
@@ -185,6 +186,62 @@ class Compaction:
         ):
             after = await self.count(sys_prompt, tools)
         return after
+
+    async def _plan(self, count: PromptCount) -> tuple[list[str], list[CutItem], int]:
+        """The messages, what the cut knows of them, and the kept tail's budget."""
+        ids = self.port.message_ids()
+        tokens = await self.tally.message_tokens(self.port)
+        items = [cut_item(self.port.view(msg_id), tokens.get(msg_id, 0)) for msg_id in ids]
+        # Keep the newest messages that fit in keep_recent_ratio of the window, and never so
+        # much that system prompt + summary + tail would sit near the trigger again.
+        fixed = count.system + count.tools + max(count.head, self.writer.budget_tokens)
+        budget = min(
+            int(self.config.compaction.keep_recent_ratio * self.max_input_tokens),
+            int(self.trigger_tokens * AFTER_COMPACTION_SHARE) - fixed,
+        )
+        return ids, items, budget
+
+    async def look_ahead(self, count: PromptCount) -> None:
+        """Start the summary of the next fold near the trigger (``SummaryAhead.look_ahead``)."""
+        ahead = self.ahead
+        if ahead is None:
+            return
+        await ahead.look_ahead(count, self._plan, self._save_ahead)
+        errors, ahead.errors = ahead.errors, []
+        for error in errors:
+            await self.bus.emit(ContextWarning(where="summary_ahead", error=error))
+
+    async def _save_ahead(self, ids: list[str]) -> str | None:
+        """The messages a summary written ahead covers, saved before the model sees them to a
+        pending file (they are still in memory: not in ``dialog/``, design §4.6); ``None`` (a
+        fault the pipeline reports) when the write failed."""
+        try:
+            pending_file = self.dialog.stage(self.port.native(ids))
+        except Exception as exc:  # noqa: BLE001 - no summary then; nothing is lost
+            self.faults.failed("dialog", "dialog", self.dialog.directory, exc)
+            return None
+        self.faults.saved("dialog")
+        return pending_file
+
+    def stop_ahead(self) -> None:
+        """Cancel the summary written ahead, if any (its model call is closed)."""
+        if self.ahead is not None:
+            self.ahead.drop()
+
+    async def _summary(
+        self,
+        old: list[str],
+        views: Sequence[Message],
+        previous: CompactSummary | None,
+        extra_instruction: str | None,
+        forced: bool,
+    ) -> SummaryResult:
+        """The summary of one compaction: today's synchronous call (``background_summary``
+        off, forced, with an instruction), else the one written ahead or, when it is not
+        ready, extraction now (the one written ahead used when it arrives)."""
+        if self.ahead is None or forced or extra_instruction:
+            return await self.writer.summarize(views, previous, extra_instruction)
+        return self.ahead.summary_for(old, views, previous)
 
     async def _compact(
         self,
@@ -241,8 +298,12 @@ class Compaction:
         # an excerpt cut. A cancellation here (the caller gave up waiting for the summary model)
         # leaves the messages in memory: their copy in dialog/ is a duplicate, never a loss ...
         views: Sequence[Message] = [self.port.view(m, self.results.read_text) for m in old]
+        if not forced:
+            if self.ahead is not None:  # a late model summary replaces the extractive one now
+                self.ahead.swap_late()
+            previous = self.port.summary
         try:
-            result = await self.writer.summarize(views, previous, extra_instruction)
+            result = await self._summary(old, views, previous, extra_instruction, forced)
         except Exception as exc:  # noqa: BLE001 - the writer has its own fallback; keep all
             # The messages stay in memory; their copy in dialog/ is written again (a duplicate,
             # never a loss) by the next compaction.

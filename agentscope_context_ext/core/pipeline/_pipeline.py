@@ -29,9 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ContextConfig
-from ..errors import WorkspaceWriteError
 from ..events import (
-    ContextError,
     ContextWarning,
     EventBus,
     ProviderOverflowRecovered,
@@ -48,8 +46,10 @@ from ._offer import ToolOffer, tool_name
 from ._port import ContextPort
 from ._prefix_cost import PrefixCost
 from ._prompt_counter import PromptCounter
+from ._refusal import refuse_on_faults, refuse_unchecked
 from ._slots import ResultChange, ResultSlot, outcome_data
 from ._stage_two import StageTwo
+from ._summary_ahead import AHEAD_SHARE
 from ._tally import PromptCount, TokenTally
 from ._tool_results import ResultTruncator, StreamAllowance
 from ._window import WindowGuard
@@ -120,12 +120,21 @@ class ContextPipeline:
         if stage_two.eager:
             await stage_two.run()
         cost = self._cost()
-        # Exact from where the cost model learns the pace (below the trigger when it may wait).
+        compaction = self.parts.compaction
+        if compaction.ahead is not None and cost.price >= 1.0:
+            compaction.ahead.swap_late()  # no prompt caching: a late model summary in at once
+        # Exact from where the cost model learns the pace (below the trigger when it may wait,
+        # or when a summary is written ahead: how far the prompt may grow while it is).
         exact_above = cost.exact_above
+        if compaction.ahead is not None:
+            exact_above = min(exact_above, int(self.trigger_tokens * AHEAD_SHARE))
         count = await self.count(sys_prompt, tools, exact_above=exact_above)
-        memo = self.parts.compaction.writer.budget_tokens
-        # Where compacting is cheapest (§4.5): the trigger, or later under prompt caching.
-        point = cost.compaction_point(count, memo)
+        if self.config.compaction.enabled:
+            try:
+                await compaction.look_ahead(count)  # the summary written ahead (§4.6)
+            except Exception as exc:  # noqa: BLE001 - optional: never costs the step
+                await self.bus.emit(ContextWarning(where="summary_ahead", error=repr(exc)[:300]))
+        point = self._point(cost, count)
         if not stage_two.eager:
             due = count.total > point
             # Past the trigger the compaction is near: a batch of stage two waits for it (the
@@ -133,16 +142,28 @@ class ContextPipeline:
             waiting = not due and count.total > self.trigger_tokens
             if not waiting and await stage_two.run(force=due):
                 count = await self.count(sys_prompt, tools, exact_above=exact_above)
-                point = cost.compaction_point(count, memo)
+                point = self._point(cost, count)
         compactions = self.bus.stats.compactions
         if self.config.compaction.enabled and count.total > point:
-            count = await self.parts.compaction.run(sys_prompt, tools, count)
+            count = await compaction.run(sys_prompt, tools, count)
         compacted = self.bus.stats.compactions != compactions
         if compacted:
             cost.after_compaction = count.total
         count = await self._within_window(sys_prompt, tools, count, above=point)
         cost.observe(count, compacted)
         return count
+
+    def _point(self, cost: PrefixCost, count: PromptCount) -> int:
+        """Where to compact: where it is cheapest (§4.5: the trigger, or later under prompt
+        caching), or later still while a summary is written ahead and the prompt may grow."""
+        point = cost.compaction_point(count, self.parts.compaction.writer.budget_tokens)
+        ahead = self.parts.compaction.ahead
+        return point if ahead is None else ahead.wait_point(count, point, cost.wait_limit())
+
+    async def stop_background(self) -> None:
+        """Cancel the summary written ahead and wait until its model call is closed."""
+        if self.parts.compaction.ahead is not None:
+            await self.parts.compaction.ahead.close()
 
     def _cost(self) -> PrefixCost:
         """The cost model, started over when the port was loaded (another conversation)."""
@@ -210,16 +231,6 @@ class ContextPipeline:
         if await self.count.learn_rejection(rejection, ours, self.parts.window):
             self.parts.truncator.window_changed()
 
-    def _live_keys(self) -> set[str]:
-        """The call ids and message ids in the context (what a save failure can be about)."""
-        port = self.port
-        calls = {
-            slot.call_id
-            for msg_id in port.result_message_ids()
-            for slot in port.result_slots(msg_id)
-        }
-        return calls | set(port.message_ids())
-
     async def _report_faults(self) -> None:
         for fault in self.parts.faults.unreported():
             await self.bus.emit(
@@ -227,56 +238,14 @@ class ContextPipeline:
             )
 
     async def _refuse(self, sys_prompt: str, tools: list[dict] | None) -> None:
-        """The workspace refused writes and the prompt is over the window: raise, keep all."""
-        faults = self.parts.faults
-        faults.forget_unless(self._live_keys())  # only what still weighs on this prompt
-        count = await self.count(sys_prompt, tools)  # exact: never refuse on a bound
-        window = self.parts.window.tokens
-        if not faults.open or count.floor <= window:  # (never on a shift: design §5.1)
-            return
-        fault = faults.open[-1]
-        message = (
-            f"the prompt is {count.total:,} tokens, over the {window:,}-token window, because "
-            f"the workspace refused writes ({fault.path}: {fault.error}); nothing was sent and "
-            "every message is kept in memory. Free space or make the workspace writable, then "
-            "call the agent again."
-        )
-        await self.bus.emit(
-            ContextError(
-                reason="workspace write failed",
-                path=fault.path,
-                error=fault.error,
-                tokens=count.total,
-                max_input_tokens=window,
-            )
-        )
-        raise WorkspaceWriteError(message, fault.path, count.total, window)
+        await refuse_on_faults(self, sys_prompt, tools)
 
     async def refuse_unchecked(
         self, sys_prompt: str, tools: list[dict] | None, failure: OSError
     ) -> None:
-        """A step failed on the workspace (``failure``: a store that does not answer) where
-        no save-failure path caught it, so the prompt was not fitted: refuse it when it is
-        over the window (:class:`WorkspaceWriteError`, invariant 6); one within it goes out."""
-        count = await self.count(sys_prompt, tools)  # exact, and with no store call
-        window = self.parts.window.tokens
-        if count.total <= window:
-            return
-        reason = " ".join(str(failure).split())[:300] or type(failure).__name__
-        message = (
-            f"the prompt is {count.total:,} tokens, over the {window:,}-token window, and the "
-            f"workspace failed before it could be fitted ({reason}); nothing was sent and every "
-            "message is kept in memory. Call the agent again once the workspace answers."
-        )
-        await self.bus.emit(
-            ContextError(
-                reason="workspace write failed",
-                tokens=count.total,
-                max_input_tokens=window,
-                error=reason,
-            )
-        )
-        raise WorkspaceWriteError(message, "", count.total, window)
+        """A step failed on the workspace (``failure``) where no save-failure path caught it:
+        refuse a prompt over the window (:func:`refuse_unchecked`, invariant 6)."""
+        await refuse_unchecked(self, sys_prompt, tools, failure)
 
     async def stage_one_now(self, slot: ResultSlot) -> ResultChange | None:
         """Stage one on one result as it leaves the tool, before it is printed, streamed to

@@ -115,6 +115,24 @@ class PrefixCost:
             return None
         return max(float(statistics.median(self._growth)), 1.0)
 
+    def wait_limit(self) -> int:
+        """How far past the trigger a compaction may safely wait (for the cheapest point, or
+        for a summary written in the background): 95% of the window, and room for one more
+        step as large as the largest lately; the trigger when waiting is not safe
+        (``can_wait``) or nothing is known of the pace."""
+        trigger = self.window.trigger_tokens
+        if not self.can_wait or not self._growth:
+            # nothing is known of the pace (a new conversation, one just loaded, whose prompt
+            # the provider has not cached, or counts that stayed bounds because no usage was
+            # reported): waiting blind could leave no room for the next step.
+            return trigger
+        # Only while one more step as large as the largest lately surely fits: a model call
+        # that no run of the pipeline precedes (1.x's answer after max_iters) still fits, and
+        # a context that grows in large steps (B8's coding sessions, where waiting cost 1.6%
+        # more) keeps compacting at the trigger.
+        window = self.window.tokens
+        return max(trigger, min(int(DEFER_LIMIT_SHARE * window), window - max(self._growth)))
+
     def compaction_point(self, count: PromptCount, memo_tokens: int) -> int:
         """The prompt size above which to compact now: the cheapest point, never below the
         trigger, never past :data:`DEFER_LIMIT_SHARE` of the window.
@@ -128,17 +146,8 @@ class PrefixCost:
         trigger = self.window.trigger_tokens
         growth = self.growth
         if not self.may_wait or growth is None:
-            # growth None: nothing is known of the pace (a new conversation, one just loaded,
-            # whose prompt the provider has not cached, or counts that stayed bounds because no
-            # usage was reported). Waiting blind could leave no room for the next step.
             return trigger
-        # Wait only while one more step as large as the largest lately surely fits: a model
-        # call that no run of the pipeline precedes (1.x's answer after max_iters) still fits,
-        # and a context that grows in large steps (B8's coding sessions, where waiting cost
-        # 1.6% more) keeps compacting at the trigger.
-        step = max(self._growth)
-        window = self.window.tokens
-        limit = max(trigger, min(int(DEFER_LIMIT_SHARE * window), window - step))
+        limit = self.wait_limit()
         if self.price <= 0.0:
             return limit
         after = self.after_compaction or self.estimate_after(count, memo_tokens)

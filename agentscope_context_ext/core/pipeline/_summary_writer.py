@@ -76,6 +76,10 @@ class SummaryResult:
     """Model calls made."""
     failures: list[str] = field(default_factory=list)
     """Why model attempts failed (for the event log, never for the summary)."""
+    written: bool = False
+    """Whether the model wrote ``summary`` (else it was extracted)."""
+    answer_tokens: int = 0
+    """Tokens of the model's answers (what the summary calls generated)."""
 
 
 class SummaryWriter:
@@ -120,28 +124,50 @@ class SummaryWriter:
         extra_instruction: str | None = None,
     ) -> SummaryResult:
         """Summarise ``msgs`` merged with ``previous``."""
+        result = await self.model_summary(msgs, previous, extra_instruction)
+        summary = result.summary if result.written else self.extend(msgs, previous)
+        result.summary = self.following(summary, previous)
+        return result
+
+    async def model_summary(
+        self,
+        msgs: Sequence[Message],
+        previous: CompactSummary | None,
+        extra_instruction: str | None = None,
+    ) -> SummaryResult:
+        """The model's summary of ``msgs`` merged with ``previous`` (``written`` false and an
+        empty summary when the model failed or there is none: the caller extracts)."""
         language = summary_language(msgs, self.language)
         result = SummaryResult(summary=CompactSummary())
-        summary = None
         if self.call_model is None:
             result.failures.append("no compaction model")
-        else:
-            summary = await self._model_summary(msgs, previous, language, extra_instruction, result)
-        if summary is None:
-            summary = extractive_summary(
-                msgs,
-                previous,
-                budget_tokens=self.section_tokens,
-                count_tokens=self.counter.count_text,
-                language=language,
-            )
-        result.summary = summary.model_copy(
+            return result
+        summary = await self._model_summary(msgs, previous, language, extra_instruction, result)
+        if summary is not None:
+            result.summary = summary
+            result.written = True
+        return result
+
+    def extend(self, msgs: Sequence[Message], previous: CompactSummary | None) -> CompactSummary:
+        """The extractive summary of ``msgs`` folded into ``previous`` (no model call)."""
+        return extractive_summary(
+            msgs,
+            previous,
+            budget_tokens=self.section_tokens,
+            count_tokens=self.counter.count_text,
+            language=summary_language(msgs, self.language),
+        )
+
+    @staticmethod
+    def following(summary: CompactSummary, previous: CompactSummary | None) -> CompactSummary:
+        """``summary`` as the successor of ``previous``: one compaction more, its dialog
+        references carried (the compaction adds the new ones)."""
+        return summary.model_copy(
             update={
                 "compactions": previous.compactions + 1 if previous else 1,
                 "dialog_refs": list(previous.dialog_refs) if previous else [],
             }
         )
-        return result
 
     async def _model_summary(
         self,
@@ -200,6 +226,7 @@ class SummaryWriter:
                 result.failures.append(f"{type(exc).__name__}: {exc}"[:300])
                 continue
             answer = answer if isinstance(answer, str) else ""
+            result.answer_tokens += self.counter.count_text(answer) if answer else 0
             parsed = parse_summary(answer)
             if parsed is None:
                 result.failures.append("unusable answer" if answer.strip() else "empty answer")

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from typing import Any, Generic
@@ -29,6 +30,10 @@ from ._tool_result_store import ToolResultStore
 logger = logging.getLogger("agentscope_context_ext")
 
 DIALOG_DIRNAME = "dialog"
+PENDING_DIRNAME = f"{DIALOG_DIRNAME}/pending"
+"""Messages saved before they leave memory (a summary written ahead, design §4.6): beside the
+day files, which readers list (so no reader sees a message there and in the context at once),
+and on the same disk (a ``dialog/`` that cannot be written fails their write too)."""
 _FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
 
 
@@ -94,6 +99,29 @@ class DialogStore(Generic[M]):
                     )
                 )
         return refs
+
+    def stage(self, msgs: Sequence[M]) -> str:
+        """Write ``msgs`` durably to a pending file of their own under ``dialog/pending/``,
+        which no reader lists: saved before a summary model reads them, while they are still
+        in memory (design §4.6). They reach ``dialog/`` when a compaction removes them.
+
+        Returns:
+            `str`: The file's key, for :meth:`unstage`.
+
+        Raises:
+            `OSError`: The write failed.
+        """
+        key = f"{PENDING_DIRNAME}/{uuid.uuid4().hex}.jsonl"
+        self.storage.append_lines(key, [_encode_line(self.codec.encode(msg)) for msg in msgs])
+        return key
+
+    def unstage(self, key: str) -> None:
+        """Delete a pending file: its summary was used or given up (a file left by a failing
+        disk is never read, and costs only its bytes)."""
+        try:
+            self.storage.delete(key)
+        except OSError as exc:
+            logger.warning("cannot delete %s: %s", key, exc)
 
     # ------------------------------------------------------------------ reading
 

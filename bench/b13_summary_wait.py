@@ -1,0 +1,288 @@
+"""B13: how long the agent waits at each compaction, with a summary model that writes at a
+fixed pace: ours (the summary written ahead, ``compaction.background_summary: true``) against
+synchronous compaction (``false``: today's behaviour before issue 44) and 2.x's own
+compression.
+
+The shared transcripts that compact (the coding sessions at B3's and B8's 32k window) are
+replayed through real 2.x ``Agent`` objects as in B8: the scripted model answers with the
+recorded assistant turns, the tools with their recorded outputs. Every model call takes the
+time a server takes to write it: one loopback OpenAI-compatible server (``_paced_server.py``)
+writes 25 or 100 tokens a second after 1 s to the first token. The agent's own calls ask it
+for as many tokens as the recorded turn holds (its text and tool arguments); our summary model
+is AgentScope's ``OpenAIChatModel`` on the real ``openai`` client against it (a memo of the
+summary's budget); 2.x's compression asks the scripted model, which waits for the server to
+write as many tokens before it answers (B8's extractive answer). The server serves requests in
+parallel, as a hosted API does (a single-slot local server is B12's).
+
+Time runs ``scale`` times faster than the pace (the server writes ``scale`` times faster, 1 s
+becomes ``1/scale``), so the quick run takes minutes; every wait is reported in the pace's
+time: the wall-clock between two agent calls at a compaction (what our pipeline or 2.x's
+compression took), with the summary calls the agent sat through counted ``scale`` times and
+the rest (our own CPU time) as measured.
+
+Reported per side and pace: compactions, p50/p95/max wait, the share of compactions whose
+summary the model wrote (ours: at the compaction; swapped in later is counted apart), and the
+tokens the summary model wrote into answers never used. Target: ours' p95 wait < 1 s at 25
+tokens/s and >= 90% of its compactions model-written. 2.x only."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ._major import agentscope_major, agentscope_version
+from ._paced_server import PacedServer
+from ._replayed import next_reply, replayed_tool
+from .b8_own_compression import RESERVE, TRIGGER, _coding_scripts
+
+TITLE = "the wait at each compaction: the summary written ahead, synchronous, 2.x's own"
+TARGET = (
+    "ours: p95 wait < 1 s at 25 tokens/s and >= 90% of compactions with a model-written summary "
+    "(at the compaction, or swapped in when it arrives)"
+)
+WINDOW = 32768
+FIRST_TOKEN = 1.0
+PACES = (25, 100)
+SIDES = ("ours", "synchronous", "2.x")
+_MARK = re.compile(r"memo r(\d+)")
+
+
+def _output_tokens(blocks: list[Any], count: Any) -> int:
+    """What the model wrote for one recorded turn: its text and its tool calls' arguments."""
+    text = ""
+    for block in blocks:
+        text += getattr(block, "text", "") or ""
+        text += getattr(block, "input", "") or ""
+        text += getattr(block, "name", "") or ""
+    return max(count(text), 1) if text else 1
+
+
+async def _pace(client: Any, tokens: int) -> None:
+    """Have the server write ``tokens`` tokens, streamed (the agent's own generation)."""
+    stream = await client.chat.completions.create(
+        model="paced",
+        messages=[{"role": "user", "content": "go on"}],
+        max_tokens=tokens,
+        stream=True,
+    )
+    async for _ in stream:
+        pass
+
+
+async def _run(script: Any, side: str, rate: float, scale: float, workdir: Path) -> dict:
+    """One replay of ``script`` on ``side`` at ``rate`` tokens a second (``scale`` faster)."""
+    from agentscope.agent import Agent, ContextConfig, InjectionConfig, ReActConfig
+    from agentscope.credential import OpenAICredential
+    from agentscope.message import UserMsg
+    from agentscope.model import OpenAIChatModel
+    from agentscope.tool import Toolkit
+    from openai import AsyncOpenAI
+
+    from agentscope_context_ext import ContextConfig as OurConfig
+    from agentscope_context_ext import get_token_counter
+    from agentscope_context_ext.agentscope2 import ContextMiddleware, to_views
+    from agentscope_context_ext.core.events import CompactionFinished
+    from agentscope_context_ext.core.summary import extractive_summary
+    from agentscope_context_ext.testing import ScriptedChatModel
+
+    server = PacedServer(rate * scale, FIRST_TOKEN / scale)
+    client = AsyncOpenAI(api_key="paced", base_url=server.url, max_retries=0)
+    count = get_token_counter("auto").count_text
+    budget = OurConfig().compaction.summary_tokens(WINDOW)
+    outputs = {name: list(values) for name, values in script.outputs.items()}
+    replies = [list(r) for _, r in script.turns]
+    turn = [0]
+    agent_calls: list[tuple[float, float]] = []
+    own_summaries: list[tuple[float, float]] = []  # 2.x's compression calls
+    compactions: list[tuple[float, str]] = []
+    seen: set[int] = set()
+    middleware: Any = None
+
+    def look(summary: Any) -> None:
+        if summary is not None:
+            seen.update(int(n) for n in _MARK.findall(summary.render()))
+
+    async def respond(call: Any) -> Any:
+        started = time.perf_counter()
+        if call.structured:  # 2.x's own compression: the model writes its summary
+            await _pace(client, budget)
+            own_summaries.append((started, time.perf_counter()))
+            summary = extractive_summary(to_views(call.msgs[1:-1]), budget_tokens=budget)
+
+            def text(*keys: str) -> str:
+                return "\n".join(line for key in keys for line in getattr(summary, key)) or "-"
+
+            return {
+                "task_overview": text("goal", "constraints"),
+                "current_state": text("progress"),
+                "important_discoveries": text("key_decisions"),
+                "next_steps": text("next_steps"),
+                "context_to_preserve": text("critical_context"),
+            }
+        if middleware is not None:
+            look(middleware.manager.port.summary)
+        answer = next_reply(replies[turn[0]])
+        await _pace(client, _output_tokens(answer, count) if isinstance(answer, list) else 1)
+        agent_calls.append((started, time.perf_counter()))
+        return answer
+
+    kwargs: dict[str, Any] = {}
+    if side != "2.x":
+        summary_model = OpenAIChatModel(
+            credential=OpenAICredential(api_key="paced", base_url=server.url),
+            model="paced",
+            stream=True,
+            context_size=WINDOW,
+        )
+        config = {
+            "workspace": str(workdir / "ws"),
+            "max_input_tokens": WINDOW,
+            "notices": False,
+            "long_term_memory": {"enabled": False},
+            "compaction": {
+                "trigger_ratio": TRIGGER,
+                "background_summary": side == "ours",
+                # the default 120 s, in the run's time
+                "summary_timeout_seconds": 120.0 / scale,
+            },
+        }
+        middleware = ContextMiddleware(config, compaction_model=summary_model)
+        middleware.subscribe(
+            lambda e: (
+                compactions.append((time.perf_counter(), e.summary_source))
+                if isinstance(e, CompactionFinished)
+                else None
+            )
+        )
+        kwargs = {"middlewares": [middleware], "offloader": middleware.offloader}
+    agent = Agent(
+        name="agent",
+        system_prompt=script.system,
+        model=ScriptedChatModel(respond, context_size=WINDOW),
+        toolkit=Toolkit(tools=[replayed_tool(name, outputs) for name in outputs]),
+        context_config=ContextConfig(trigger_ratio=TRIGGER, reserve_ratio=RESERVE),
+        injection_config=InjectionConfig(inject_runtime_state=False),
+        react_config=ReActConfig(max_iters=1000),
+        **kwargs,
+    )
+    try:
+        for index, (text, _) in enumerate(script.turns):
+            turn[0] = index
+            await agent.reply(UserMsg("user", text))
+        ahead = None
+        if middleware is not None:
+            look(middleware.manager.port.summary)
+            ahead = middleware.manager.pipeline.parts.compaction.ahead
+            await middleware.manager.pipeline.stop_background()
+    finally:
+        await client.close()
+        server.close()
+    if side == "2.x":
+        compactions = [(end, "llm") for _, end in own_summaries]
+    summary_calls = [(s.started, s.ended) for s in server.served if s.kind == "summary"]
+    blocking = own_summaries if side == "2.x" else summary_calls
+    waits = [_wait(at, agent_calls, blocking, scale) for at, _ in compactions]
+    unused = sum(s.tokens for s in server.served if s.kind == "summary" and s.number not in seen)
+    return {
+        "compactions": len(compactions),
+        "waits": waits,
+        "model_written": sum(source == "llm" for _, source in compactions),
+        "swapped_in_later": ahead.stats.used_late if ahead is not None else 0,
+        "summary_tokens": (
+            budget * len(own_summaries)  # 2.x's are asked for through the agent's model
+            if side == "2.x"
+            else sum(s.tokens for s in server.served if s.kind == "summary")
+        ),
+        "unused_tokens": unused,
+    }
+
+
+def _wait(
+    at: float, calls: list[tuple[float, float]], blocking: list[tuple[float, float]], scale: float
+) -> float:
+    """The wait of the compaction at ``at``: the time between the agent call before it and the
+    one after, the summary calls inside that gap (the agent sat through them) at the pace's
+    time (``scale`` times), the rest as measured."""
+    before = max((end for _, end in calls if end <= at), default=at)
+    after = min((start for start, _ in calls if start >= at), default=at)
+    gap = max(after - before, 0.0)
+    inside = sum(end - start for start, end in blocking if start >= before and end <= after)
+    return gap + (scale - 1.0) * inside
+
+
+def _model_share(row: dict[str, Any]) -> float:
+    """Compactions whose summary the model wrote, at the compaction or swapped in later."""
+    if not row["compactions"]:
+        return 0.0
+    return (
+        min(row["model_written"] + row["swapped_in_later"], row["compactions"]) / row["compactions"]
+    )
+
+
+def _percentile(values: list[float], share: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def run(quick: bool = False) -> dict:
+    """Every side at every pace over the coding transcripts that compact."""
+    if agentscope_major() < 2:
+        return {"skipped": f"needs AgentScope 2.x; {agentscope_version()} is installed"}
+    scale = 50.0 if quick else 10.0
+    # the sessions long enough to compact at the window (the quick run: the first)
+    scripts = [(name, s) for name, s in _coding_scripts() if sum(len(r) for _, r in s.turns) > 50]
+    scripts = scripts[:1] if quick else scripts
+    rows: list[dict[str, Any]] = []
+    for rate in PACES:
+        for side in SIDES:
+            total: dict[str, Any] = {"side": side, "rate": rate, "waits": []}
+            for name, script in scripts:
+                with tempfile.TemporaryDirectory() as tmp:
+                    one = asyncio.run(_run(script, side, rate, scale, Path(tmp)))
+                print(f"  {side} at {rate} tok/s, {name}: {one['compactions']} compactions")
+                for key, value in one.items():
+                    total[key] = total.get(key, 0) + value if key != "waits" else total[key] + value
+            waits = total.pop("waits")
+            total.update(
+                p50=statistics.median(waits) if waits else 0.0,
+                p95=_percentile(waits, 0.95),
+                max=max(waits, default=0.0),
+            )
+            rows.append(total)
+    ours = next(r for r in rows if r["side"] == "ours" and r["rate"] == 25)
+    share = _model_share(ours)
+    return {
+        "id": "B13",
+        "target": TARGET,
+        "scale": scale,
+        "sessions": [name for name, _ in scripts],
+        "rows": rows,
+        "target_met": ours["compactions"] > 0 and ours["p95"] < 1.0 and share >= 0.9,
+    }
+
+
+def table(record: dict) -> str:
+    """The Markdown table of one run."""
+    lines = [
+        f"{len(record['sessions'])} coding sessions at a {WINDOW:,}-token window, time "
+        f"{record['scale']:g}x faster, waits in the pace's time.",
+        "",
+        "| side | tokens/s | compactions | p50 wait | p95 wait | max wait | model-written at "
+        "the compaction | swapped in later | model-written, all | summary tokens | unused |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in record["rows"]:
+        share = r["model_written"] / r["compactions"] if r["compactions"] else 0.0
+        lines.append(
+            f"| {r['side']} | {r['rate']} | {r['compactions']} | {r['p50']:.2f} s | "
+            f"{r['p95']:.2f} s | {r['max']:.2f} s | {share:.0%} | {r['swapped_in_later']} | "
+            f"{_model_share(r):.0%} | {r['summary_tokens']:,} | {r['unused_tokens']:,} |"
+        )
+    return "\n".join(lines)
