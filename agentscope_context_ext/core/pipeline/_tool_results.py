@@ -335,23 +335,9 @@ class ResultTruncator:
     def offload_message_texts(
         self, slots: Sequence[TextSlot], tokens: int | None = None
     ) -> tuple[dict[str, str], TruncationOutcome] | None:
-        """Text parts of one user message saved whole in ONE file (``message/``, kept for good,
-        never expired like outputs) and cut: the first part to a head excerpt of that file with
-        one notice, like a tool result at stage one (``read_file`` reads on), every other part
-        to :data:`PART_PLACEHOLDER` (300 parts once kept 300 notices, 76,772 tokens of them).
-        Each slot's record says where its part is: ``path``, ``start_line``, ``bytes``.
-
-        Args:
-            slots (`Sequence[TextSlot]`): The parts to cut, in message order; those cut before
-                or empty are left alone. A single part is cut only when over the window share.
-            tokens (`int | None`): What the excerpt and its notice may take (default: the
-                share).
-
-        Returns:
-            `tuple[dict[str, str], TruncationOutcome] | None`: The new text of each part by
-            slot key, and the outcome; ``None`` when there is nothing to cut or the file
-            cannot be saved (a fault is recorded and every text stays whole).
-        """
+        """The text parts of one user message saved in one file and cut
+        (:func:`~._message_texts.offload_message_texts`, with this truncator's config, store,
+        faults and budget)."""
         return offload_message_texts(
             slots, tokens, self.config, self.store, self.faults, self.budget
         )
