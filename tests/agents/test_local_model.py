@@ -216,7 +216,7 @@ def test_the_summary_calls_output_cap_is_obeyed(proxy: RecordingProxy) -> None:
     assert answer.strip()
 
 
-SHIPPED = Path(__file__).resolve().parent.parent / "configs" / "agents" / "llama-cpp.yaml"
+SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "agents" / "llama-cpp.yaml"
 
 
 def test_serve_with_the_shipped_agent_file_runs_a_tool_turn_on_the_real_server(
