@@ -421,7 +421,8 @@ async def test_a_summary_written_by_2x_itself_is_kept_and_saved_when_compacted(t
     state = AgentState(summary="<system-info>Earlier: the user wants report-7781.</system-info>")
     steps = [reply(f"step {i}", tool_call("lines", n=400)) for i in range(12)]
     model = ScriptedChatModel([*steps, "done"])
-    context = ContextMiddleware(config(tmp_path))
+    # the answers go in order: a summary asked ahead would take an agent step's (design §4.6)
+    context = ContextMiddleware(config(tmp_path, compaction={"background_summary": False}))
     agent = make_agent(model, [context], state=state)
     await agent.reply(UserMsg("user", "work"))
     assert "report-7781" in model.calls[0].text
