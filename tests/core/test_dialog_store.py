@@ -223,3 +223,28 @@ def test_two_processes_append_without_loss_or_interleaving(workspace: Path) -> N
     for tag in ("a", "b"):
         mine = [int(r["content"].split("-")[1]) for r in records if r["content"].startswith(tag)]
         assert mine == list(range(100)), "each writer's lines are complete and in order"
+
+
+def test_a_pending_file_nobody_owns_is_swept_when_the_next_is_staged(
+    store: DialogStore, workspace: Path
+) -> None:
+    """A process killed while its summary was written ahead left ``dialog/pending/<id>.jsonl``
+    behind, never read and never deleted: staging the next one sweeps those a day old, and
+    leaves young ones (another summary being written), foreign names and the day files."""
+    import os
+    import time
+
+    pending = workspace / "dialog" / "pending"
+    orphan = store.stage([msg("left by a killed process")])
+    young = store.stage([msg("another summary is being written")])
+    foreign = pending / "notes.txt"
+    foreign.write_text("not ours")
+    day_old = time.time() - 2 * 86400
+    for path in (workspace / orphan, foreign):
+        os.utime(path, (day_old, day_old))
+    store.append([msg("a day file line")])
+    current = store.stage([msg("the summary written now")])
+    names = sorted(p.name for p in pending.iterdir())
+    assert Path(orphan).name not in names
+    assert sorted([Path(young).name, Path(current).name, "notes.txt"]) == names
+    assert [r.msg["content"] for r in store.iter_records()] == ["a day file line"]

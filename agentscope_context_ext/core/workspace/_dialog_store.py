@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date
@@ -34,6 +35,9 @@ PENDING_DIRNAME = f"{DIALOG_DIRNAME}/pending"
 """Messages saved before they leave memory (a summary written ahead, design §4.6): beside the
 day files, which readers list (so no reader sees a message there and in the context at once),
 and on the same disk (a ``dialog/`` that cannot be written fails their write too)."""
+_PENDING_RE = re.compile(r"^[0-9a-f]{32}\.jsonl$")
+PENDING_MAX_AGE_SECONDS = 86400.0
+"""Age past which a pending file has no owner (:meth:`DialogStore.sweep_pending`)."""
 _FILE_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl$")
 
 
@@ -113,7 +117,35 @@ class DialogStore(Generic[M]):
         """
         key = f"{PENDING_DIRNAME}/{uuid.uuid4().hex}.jsonl"
         self.storage.append_lines(key, [_encode_line(self.codec.encode(msg)) for msg in msgs])
+        self.sweep_pending()
         return key
+
+    def sweep_pending(self, older_than_seconds: float = PENDING_MAX_AGE_SECONDS) -> list[str]:
+        """Delete the pending files older than ``older_than_seconds``: left by a process killed
+        while its summary was written (a live one's summary call ends within its timeout, so
+        a file a day old has no owner). Called by :meth:`stage`; a failure only warns.
+
+        Returns:
+            `list[str]`: The keys deleted.
+        """
+        cutoff = time.time() - older_than_seconds
+        removed: list[str] = []
+        try:
+            names = self.storage.names(PENDING_DIRNAME)
+        except OSError as exc:
+            logger.warning("cannot list %s: %s", PENDING_DIRNAME, exc)
+            return removed
+        for name in names:
+            key = f"{PENDING_DIRNAME}/{name}"
+            if not _PENDING_RE.match(name):
+                continue
+            try:
+                mtime = self.storage.mtime(key)
+                if mtime is not None and mtime < cutoff and self.storage.delete(key):
+                    removed.append(key)
+            except OSError as exc:
+                logger.warning("cannot delete %s: %s", key, exc)
+        return removed
 
     def unstage(self, key: str) -> None:
         """Delete a pending file: its summary was used or given up (a file left by a failing
