@@ -46,7 +46,7 @@ from ._offer import ToolOffer, tool_name
 from ._port import ContextPort
 from ._prefix_cost import PrefixCost
 from ._prompt_counter import PromptCounter
-from ._refusal import refuse_on_faults, refuse_unchecked
+from ._refusal import live_keys, refuse_on_faults, refuse_unchecked
 from ._slots import ResultChange, ResultSlot, outcome_data
 from ._stage_two import StageTwo
 from ._summary_ahead import AHEAD_SHARE
@@ -238,14 +238,18 @@ class ContextPipeline:
             )
 
     async def _refuse(self, sys_prompt: str, tools: list[dict] | None) -> None:
-        await refuse_on_faults(self, sys_prompt, tools)
+        faults = self.parts.faults
+        faults.forget_unless(live_keys(self.port))  # only what still weighs on this prompt
+        count = await self.count(sys_prompt, tools)  # exact: never refuse on a bound
+        await refuse_on_faults(faults, count, self.parts.window.tokens, self.bus)
 
     async def refuse_unchecked(
         self, sys_prompt: str, tools: list[dict] | None, failure: OSError
     ) -> None:
         """A step failed on the workspace (``failure``) where no save-failure path caught it:
         refuse a prompt over the window (:func:`refuse_unchecked`, invariant 6)."""
-        await refuse_unchecked(self, sys_prompt, tools, failure)
+        count = await self.count(sys_prompt, tools)  # exact, and with no store call
+        await refuse_unchecked(count, self.parts.window.tokens, self.bus, failure)
 
     async def stage_one_now(self, slot: ResultSlot) -> ResultChange | None:
         """Stage one on one result as it leaves the tool, before it is printed, streamed to

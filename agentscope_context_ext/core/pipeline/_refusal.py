@@ -3,20 +3,17 @@ nothing is sent, every message stays in memory, and the caller learns why in one
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..errors import WorkspaceWriteError
-from ..events import ContextError
+from ..events import ContextError, EventBus
+from ._faults import SaveFaults
+from ._port import ContextPort
+from ._tally import PromptCount
 
-if TYPE_CHECKING:
-    from ._pipeline import ContextPipeline
-
-__all__ = ["refuse_on_faults", "refuse_unchecked"]
+__all__ = ["live_keys", "refuse_on_faults", "refuse_unchecked"]
 
 
-def live_keys(pipeline: ContextPipeline) -> set[str]:
+def live_keys(port: ContextPort) -> set[str]:
     """The call ids and message ids in the context (what a save failure can be about)."""
-    port = pipeline.port
     calls = {
         slot.call_id for msg_id in port.result_message_ids() for slot in port.result_slots(msg_id)
     }
@@ -24,13 +21,11 @@ def live_keys(pipeline: ContextPipeline) -> set[str]:
 
 
 async def refuse_on_faults(
-    pipeline: ContextPipeline, sys_prompt: str, tools: list[dict] | None
+    faults: SaveFaults, count: PromptCount, window: int, bus: EventBus
 ) -> None:
-    """The workspace refused writes and the prompt is over the window: raise, keep all."""
-    faults = pipeline.parts.faults
-    faults.forget_unless(live_keys(pipeline))  # only what still weighs on this prompt
-    count = await pipeline.count(sys_prompt, tools)  # exact: never refuse on a bound
-    window = pipeline.parts.window.tokens
+    """The workspace refused writes (``faults``, already narrowed to what still weighs on
+    this prompt) and the prompt (``count``: exact, never a bound) is over the window: raise,
+    keep all."""
     if not faults.open or count.floor <= window:  # (never on a shift: design §5.1)
         return
     fault = faults.open[-1]
@@ -40,7 +35,7 @@ async def refuse_on_faults(
         "every message is kept in memory. Free space or make the workspace writable, then "
         "call the agent again."
     )
-    await pipeline.bus.emit(
+    await bus.emit(
         ContextError(
             reason="workspace write failed",
             path=fault.path,
@@ -53,13 +48,11 @@ async def refuse_on_faults(
 
 
 async def refuse_unchecked(
-    pipeline: ContextPipeline, sys_prompt: str, tools: list[dict] | None, failure: OSError
+    count: PromptCount, window: int, bus: EventBus, failure: OSError
 ) -> None:
     """A step failed on the workspace (``failure``: a store that does not answer) where
     no save-failure path caught it, so the prompt was not fitted: refuse it when it is
     over the window (:class:`WorkspaceWriteError`, invariant 6); one within it goes out."""
-    count = await pipeline.count(sys_prompt, tools)  # exact, and with no store call
-    window = pipeline.parts.window.tokens
     if count.total <= window:
         return
     reason = " ".join(str(failure).split())[:300] or type(failure).__name__
@@ -68,7 +61,7 @@ async def refuse_unchecked(
         f"workspace failed before it could be fitted ({reason}); nothing was sent and every "
         "message is kept in memory. Call the agent again once the workspace answers."
     )
-    await pipeline.bus.emit(
+    await bus.emit(
         ContextError(
             reason="workspace write failed",
             tokens=count.total,
