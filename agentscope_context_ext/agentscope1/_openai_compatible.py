@@ -28,6 +28,7 @@ from ..core.openai_compatible import (
     tool_results_as_user,
     unescape_entities,
     unescape_values,
+    with_input_of,
 )
 
 __all__ = ["OpenAICompatibleFormatter", "OpenAICompatibleModel", "is_empty"]
@@ -213,15 +214,6 @@ class OpenAICompatibleModel(OpenAIChatModel):
         return dataclasses.replace(
             response, content=[_unescaped(block) for block in response.content or []]
         )
-
-
-def with_input_of(asked: Any, answered: Any) -> Any:
-    """The usage of a text answer asked again, with the input count of the request asked
-    first: the pipeline compares the provider's count with its own of the prompt it counted,
-    tools included, and the second request left the tools out (a +585% "error" otherwise)."""
-    if asked is None or answered is None or not getattr(asked, "input_tokens", None):
-        return answered
-    return dataclasses.replace(answered, input_tokens=asked.input_tokens)
 
 
 async def _one_chunk(answer: ChatResponse) -> AsyncGenerator[ChatResponse, None]:

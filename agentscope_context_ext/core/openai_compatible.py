@@ -17,6 +17,7 @@ again without streaming (:data:`STREAM_FALLBACK_NOTE`).
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "tool_results_as_user",
     "unescape_entities",
     "unescape_values",
+    "with_input_of",
 ]
 
 STREAM_FALLBACK_NOTE = (
@@ -139,3 +141,12 @@ def unescape_values(value: Any) -> Any:
     if isinstance(value, list):
         return [unescape_values(item) for item in value]
     return value
+
+
+def with_input_of(asked: Any, answered: Any) -> Any:
+    """The usage of a text answer asked again, with the input count of the request asked
+    first: the pipeline compares the provider's count with its own of the prompt it counted,
+    tools included, and the second request left the tools out (a +585% "error" otherwise)."""
+    if asked is None or answered is None or not getattr(asked, "input_tokens", None):
+        return answered
+    return dataclasses.replace(answered, input_tokens=asked.input_tokens)
