@@ -144,14 +144,17 @@ def test_string_content_joins_text_parts_and_keeps_media() -> None:
 
 def test_the_documented_compat_examples_are_valid() -> None:
     """The docs' agent file (docs/agent-files.md) and configs/agents/llama-cpp.yaml are agent
-    files with the compat section they show."""
+    files with the compat section they show; the llama file waits for its summaries (one slot)."""
     root = Path(__file__).resolve().parents[2]
     page = (root / "docs" / "agent-files.md").read_text(encoding="utf-8")
     block = page.split("```yaml\n# agent.yaml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     assert load_agent_file(yaml.safe_load(block)).model.compat is not None
-    shipped = load_agent_file(root / "configs" / "agents" / "llama-cpp.yaml").model.compat
+    agent = load_agent_file(root / "configs" / "agents" / "llama-cpp.yaml")
+    shipped = agent.model.compat
     assert shipped is not None and shipped.string_content and shipped.tool_choice_auto
     assert shipped.max_tokens and shipped.unescape_html
+    # a single-slot server: a summary written ahead would hold its slot (docs/compaction.md)
+    assert agent.context.compaction.background_summary is False
 
 
 def test_tool_results_as_user_messages_name_their_call() -> None:
