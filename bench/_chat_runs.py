@@ -70,7 +70,8 @@ def agent_file(setup: Setup, scenario: Scenario, workspace: Path) -> dict:
     spec["context"] = {
         **spec.get("context", {}),
         "workspace": str(workspace),
-        "max_input_tokens": setup.n_ctx,
+        # the server fits the prompt and the answer cap in --n_ctx (as the shipped file)
+        "max_input_tokens": setup.n_ctx - int(model["options"].get("max_tokens") or 0),
         "long_term_memory": {"enabled": setup.memory},
     }
     if scenario.summary_timeout is not None:
