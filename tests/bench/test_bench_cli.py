@@ -83,3 +83,31 @@ def test_a_skipped_or_failed_record_never_counts_as_met():
         "skipped (not measured, not met): B3",
         "failed: B4",
     ]
+
+
+def test_b12_on_1x_counts_its_chat_rows_and_leaves_serve_out():
+    # On 1.x B12's serve scenario is 2.x's (create_app): its row says so and is not counted.
+    # Its record once listed it under "skipped", the key of a benchmark that did not run at
+    # all, so the 1.x run was reported skipped and its table never printed.
+    from bench.b12_real_servers import verdict
+
+    chat = {
+        "scenario": "stream",
+        "in_target": True,
+        "met": True,
+        "http_errors": {},
+        "silent_empty_answers": 0,
+        "empty_answers_reported": 0,
+        "cut_streams": 1,
+        "compactions": [{"by": "extraction", "why": "unusable answer"}],
+    }
+    serve = {"scenario": "serve", "skipped": "serve is AgentScope 2.x's", "in_target": False}
+    record = {"id": "B12", **verdict([chat, serve])}
+    assert record["scenarios_not_run"] == ["serve"]
+    assert record["target_met"] is True
+    assert status(record) == "met"
+    # a scenario of this major that could not run is a target not met, never "skipped"
+    unrun = {**serve, "in_target": True, "met": False}
+    record = {"id": "B12", **verdict([chat, unrun])}
+    assert record["target_met"] is False
+    assert status(record) == "NOT met"
