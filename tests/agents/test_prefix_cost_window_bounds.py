@@ -222,3 +222,28 @@ async def test_the_point_does_not_depend_on_whether_the_prompt_was_counted_betwe
     exact = await _first_compaction(tmp_path / "counted", counted_between_calls=True)
     bounded = await _first_compaction(tmp_path / "bounded", counted_between_calls=False)
     assert exact == bounded
+
+
+async def test_a_rejection_that_counted_far_more_than_we_sent_is_rechecked(
+    workspace: Path,
+) -> None:
+    """B12 on 1.x: llama-cpp-python's function-calling loop overflowed on its own output and
+    said "4097 in the messages" for a prompt of 581 tokens. The shift it taught was the whole
+    gap (3,516), for good: every later prompt was counted over the window. The next call the
+    provider serves re-checks it: a gap under half of it lowers it to that gap."""
+    manager = _neutral(workspace, window=4_096)
+    agent = NeutralAgent(manager, fetch_session([[(1, i)] for i in range(2)]))
+    await agent.ask("go")
+    ours = (await manager.count()).floor
+    said = LengthRejection(
+        "too long", prompt_tokens=ours + 3_000, limit_tokens=4_096, completion_tokens=512
+    )
+    await manager.pipeline.learn_rejection(ours, said)
+    counter = manager.pipeline.count
+    assert counter.overflow_shift == 3_000, "learned as the provider said"
+    assert manager.max_input_tokens == 4_096 - 512
+    await counter.record_usage(ours + 2_000, ours)  # under the shift, not under half: kept
+    assert counter.overflow_shift == 3_000
+    await counter.record_usage(int(ours * 1.17), ours)  # the server's own count of a like call
+    assert counter.overflow_shift == int(ours * 1.17) - ours
+    assert (await manager.count()).total <= 3_584, "a short prompt is not counted over the window"

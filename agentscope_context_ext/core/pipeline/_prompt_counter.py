@@ -27,8 +27,8 @@ class PromptCounter:
     Two shifts, kept apart: the usage shift (:class:`UsageCalibration`,
     ``calibrate_with_usage``: a count error the provider's reported input tokens of like calls
     show; a call with another tool list is not like), and ``overflow_shift``, learned when the
-    provider rejected a prompt for its length (always on: it only grows, so the next
-    compaction comes early enough). Neither ever refuses a call (``PromptCount.floor``).
+    provider rejected a prompt for its length (always on, so the next compaction comes
+    early enough; a like call's report with a gap under half of it lowers it). Neither ever refuses a call (``PromptCount.floor``).
 
     Args:
         config (`ContextConfig`): ``calibrate_with_usage``.
@@ -113,6 +113,13 @@ class PromptCounter:
                 )
             )
             return
+        gap = provider_input_tokens - ours
+        if self.overflow_shift and gap < self.overflow_shift / 2:
+            # A call the provider served shows a gap under half of what its length rejection
+            # taught: that rejection's count was not of our prompt (B12: llama-cpp-python's
+            # function-calling loop overflowed on its own output and said 4,097 for a 581-token
+            # prompt; kept, the 3,516 counted every later prompt over the window).
+            self.overflow_shift = max(0, gap)
         stats = self.bus.stats
         stats.token_count_error = round((ours - provider_input_tokens) / provider_input_tokens, 5)
         before = self.usage.verdict
@@ -140,7 +147,8 @@ class PromptCounter:
         """The provider rejected a prompt we counted as ``ours`` tokens (without shifts): learn
         what its numbers say. Its window, less the room it keeps for the answer, when smaller
         than ours, becomes the window (``window.lower_to``); its count of the prompt, when
-        larger than ours, becomes a shift of every count. With no numbers at all, its window is
+        larger than ours, becomes a shift of every count (re-checked by the next like call's
+        report, :meth:`record_usage`). With no numbers at all, its window is
         taken to be just under what we sent. Returns ``False`` when nothing about the prompt
         can help: the room for the answer alone fills its window, its own count shows the
         prompt within it, or the window that would follow is under a quarter of ours (the
