@@ -38,7 +38,7 @@ from typing import Any
 from ._major import agentscope_major, agentscope_version
 from ._paced_server import PacedServer
 from ._replayed import next_reply, replayed_tool
-from .b8_own_compression import RESERVE, TRIGGER, _coding_scripts
+from .b8_own_compression import RESERVE, TRIGGER, _coding_scripts, own_summary_answer
 
 TITLE = "the wait at each compaction: the summary written ahead, synchronous, 2.x's own"
 TARGET = (
@@ -85,9 +85,8 @@ async def _run(script: Any, side: str, rate: float, scale: float, workdir: Path)
 
     from agentscope_context_ext import ContextConfig as OurConfig
     from agentscope_context_ext import get_token_counter
-    from agentscope_context_ext.agentscope2 import ContextMiddleware, to_views
+    from agentscope_context_ext.agentscope2 import ContextMiddleware
     from agentscope_context_ext.core.events import CompactionFinished
-    from agentscope_context_ext.core.summary import extractive_summary
     from agentscope_context_ext.testing import ScriptedChatModel
 
     server = PacedServer(rate * scale, FIRST_TOKEN / scale)
@@ -112,18 +111,7 @@ async def _run(script: Any, side: str, rate: float, scale: float, workdir: Path)
         if call.structured:  # 2.x's own compression: the model writes its summary
             await _pace(client, budget)
             own_summaries.append((started, time.perf_counter()))
-            summary = extractive_summary(to_views(call.msgs[1:-1]), budget_tokens=budget)
-
-            def text(*keys: str) -> str:
-                return "\n".join(line for key in keys for line in getattr(summary, key)) or "-"
-
-            return {
-                "task_overview": text("goal", "constraints"),
-                "current_state": text("progress"),
-                "important_discoveries": text("key_decisions"),
-                "next_steps": text("next_steps"),
-                "context_to_preserve": text("critical_context"),
-            }
+            return own_summary_answer(call.msgs[1:-1], budget)
         if middleware is not None:
             look(middleware.manager.port.summary)
         answer = next_reply(replies[turn[0]])

@@ -211,6 +211,27 @@ class _Run:
         return sum(1 for c in self.model.calls if c.structured)
 
 
+def own_summary_answer(msgs: list, budget_tokens: int) -> dict:
+    """The answer to 2.x's own compression call (its ``SummarySchema``), written by our
+    extractive summary of the messages it folds (``msgs``: the call's, system and request
+    left out) within ``budget_tokens``: both sides summarise with the same content."""
+    from agentscope_context_ext.agentscope2 import to_views
+    from agentscope_context_ext.core.summary import extractive_summary
+
+    summary = extractive_summary(to_views(msgs), budget_tokens=budget_tokens)
+
+    def text(*keys: str) -> str:
+        return "\n".join(line for key in keys for line in getattr(summary, key)) or "-"
+
+    return {
+        "task_overview": text("goal", "constraints"),
+        "current_state": text("progress"),
+        "important_discoveries": text("key_decisions"),
+        "next_steps": text("next_steps"),
+        "context_to_preserve": text("critical_context"),
+    }
+
+
 def _exactly_counted() -> type:
     from agentscope_context_ext.testing import ScriptedChatModel
 
@@ -230,8 +251,7 @@ async def _run(script: _Script, mode: str, workdir: Path, window: int) -> _Run:
     from agentscope.tool import Toolkit
 
     from agentscope_context_ext import ContextConfig as OurConfig
-    from agentscope_context_ext.agentscope2 import ContextMiddleware, to_views
-    from agentscope_context_ext.core.summary import extractive_summary
+    from agentscope_context_ext.agentscope2 import ContextMiddleware
     from agentscope_context_ext.testing import ScriptedChatModel
 
     outputs = {name: list(values) for name, values in script.outputs.items()}
@@ -242,18 +262,7 @@ async def _run(script: _Script, mode: str, workdir: Path, window: int) -> _Run:
 
     def respond(call):
         if call.structured:  # 2.x's own compression asks for its SummarySchema
-            summary = extractive_summary(to_views(call.msgs[1:-1]), budget_tokens=summary_tokens)
-
-            def text(*keys: str) -> str:
-                return "\n".join(line for key in keys for line in getattr(summary, key)) or "-"
-
-            return {
-                "task_overview": text("goal", "constraints"),
-                "current_state": text("progress"),
-                "important_discoveries": text("key_decisions"),
-                "next_steps": text("next_steps"),
-                "context_to_preserve": text("critical_context"),
-            }
+            return own_summary_answer(call.msgs[1:-1], summary_tokens)
         return next_reply(replies[turn[0]])
 
     model_class = _exactly_counted() if mode == EXACT else ScriptedChatModel
