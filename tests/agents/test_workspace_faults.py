@@ -52,10 +52,8 @@ def _prompt_tokens(call: ModelCall) -> int:
     return get_token_counter("qwen").count_formatted(call.messages, call.tools)
 
 
-def test_enable_refuses_a_read_only_workspace(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    workspace = tmp_path / "ws"
+def _read_only(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creating anything under ``workspace`` fails as on a read-only file system."""
     real_open = os.open
 
     def read_only(path, flags, *args, **kwargs):
@@ -64,6 +62,13 @@ def test_enable_refuses_a_read_only_workspace(
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", read_only)
+
+
+def test_enable_refuses_a_read_only_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    _read_only(workspace, monkeypatch)
     with pytest.raises(WorkspaceError, match="Read-only file system") as raised:
         managed(scripted_session([]), {"workspace": str(workspace)})
     assert str(workspace) in str(raised.value), "the error names the folder"
@@ -81,14 +86,7 @@ def test_a_refused_workspace_leaves_a_1x_agent_as_it_was(
     from agent_harness import make_agent
 
     workspace = tmp_path / "ws"
-    real_open = os.open
-
-    def read_only(path, flags, *args, **kwargs):
-        if str(path).startswith(str(workspace)) and flags & os.O_CREAT:
-            raise OSError(errno.EROFS, "Read-only file system")
-        return real_open(path, flags, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", read_only)
+    _read_only(workspace, monkeypatch)
     agent = make_agent(scripted_session([]), formatter())
     with pytest.raises(WorkspaceError, match="Read-only file system"):
         enable_context_management(agent, {"workspace": str(workspace)})

@@ -28,7 +28,8 @@ class PromptCounter:
     ``calibrate_with_usage``: a count error the provider's reported input tokens of like calls
     show; a call with another tool list is not like), and ``overflow_shift``, learned when the
     provider rejected a prompt for its length (always on, so the next compaction comes
-    early enough; a like call's report with a gap under half of it lowers it). Neither ever refuses a call (``PromptCount.floor``).
+    early enough; a like call's report with a gap under half of it lowers it). Neither ever
+    refuses a call (``PromptCount.floor``).
 
     Args:
         config (`ContextConfig`): ``calibrate_with_usage``.
