@@ -271,11 +271,14 @@ class SummaryAhead:
             return False
         if job.task.get_loop() is not _running_loop() and not _answered(job.task):
             return False
-        # After an extractive compaction folded beside it, the summary in place is that one's.
-        if not job.folded_ids and job.base != _key(self.effective(previous)):
-            return False
         seq = (*job.folded_ids, *ids)
-        return len(seq) > len(job.covered) and seq[: len(job.covered)] == job.covered
+        n = len(job.covered)
+        return len(seq) > n and seq[:n] == job.covered and self._extends(job, previous)
+
+    def _extends(self, job: _Task, previous: CompactSummary | None) -> bool:
+        """Whether ``job`` extends the summary in place (``previous``); after an extractive
+        compaction folded beside it, the summary in place is that one's."""
+        return bool(job.folded_ids) or job.base == _key(self.effective(previous))
 
     def outcome(self) -> SummaryResult | None:
         """The finished result (``None`` while it is written, or without one). A failed one
@@ -312,11 +315,8 @@ class SummaryAhead:
         job = self._job
         if result is None or job is None:
             return None
-        seq_ids = [*job.folded_ids, *old_ids]
-        if tuple(seq_ids[: len(job.covered)]) != job.covered or len(seq_ids) < len(job.covered):
-            self.drop()
-            return None
-        if not job.folded_ids and job.base != _key(self.effective(previous)):
+        seq = (*job.folded_ids, *old_ids)
+        if seq[: len(job.covered)] != job.covered or not self._extends(job, previous):
             self.drop()
             return None
         gap = [*job.folded, *old][len(job.covered) :]
