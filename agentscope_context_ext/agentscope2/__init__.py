@@ -15,7 +15,7 @@ agent files, the tests): :class:`ManagedAgent`, the scripted model, ``replay_tra
 from ..core.manager import ContextManager
 from ..core.tokens import TokenCounter, get_token_counter
 from ._agent_file import MODEL_APIS, build_agent, build_model
-from ._context import META_KEY, StatePort, result_record
+from ._context import META_KEY, StatePort
 from ._convert import MsgCodec, Segment, open_dialog, output_text, segments, to_view, to_views
 from ._enable import enable_context_management
 from ._longterm import agent_runner, consolidate
@@ -75,7 +75,6 @@ __all__ = [
     "records_to_msgs",
     "replay_transcript",
     "reply",
-    "result_record",
     "saved_session_texts",
     "segments",
     "serve_agent_file",

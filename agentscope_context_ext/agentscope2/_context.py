@@ -4,8 +4,9 @@
 The agent owns the list and grows it in place (one assistant message per reply, extended block
 by block), so changes are found by comparing each segment's fingerprint with the previous one;
 replacing ``agent.state`` (a state loaded into the agent) or its ``context`` list starts a new
-epoch. Each tool result's truncation record lives in its ``ToolResultBlock.metadata`` and the
-structured summary in ``state.middle_context``, so both travel with the agent's state; the
+epoch. Each tool result's truncation record and the structured summary live in
+``state.middle_context`` (``_result_blocks.Records``), beside the context and never in its
+messages, so they travel with the agent's state and 2.x's messages stay as 2.x made them; the
 rendered summary is ``state.summary``, which 2.x itself puts in front of the context.
 Counting goes through the model's own formatter, one segment at a time.
 
@@ -41,22 +42,22 @@ from ..core.tokens import TokenCounter
 from ._convert import Segment, output_text, segments, to_view
 from ._result_blocks import (
     META_KEY,
+    Records,
     apply_results,
     apply_texts,
     changed_output,
-    result_record,
     result_slots,
     user_text_slots,
 )
 
-__all__ = ["META_KEY", "StatePort", "changed_output", "result_record"]
+__all__ = ["META_KEY", "StatePort", "changed_output"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
 
-def _unprocessed(segment: Segment) -> bool:
+def _unprocessed(segment: Segment, records: Records) -> bool:
     return any(
-        isinstance(block, ToolResultBlock) and not result_record(block).stage
+        isinstance(block, ToolResultBlock) and not records.result(segment.msg, block).stage
         for block in segment.blocks
     )
 
@@ -134,6 +135,7 @@ class StatePort:
                 order.append(segment.id)
         self._msg_cache = cache
         prints: dict[str, tuple] = {}
+        records = Records(state)
         for seg_id, segment in live.items():
             blocks = segment.msg.content
             fingerprint = (
@@ -146,11 +148,14 @@ class StatePort:
             prints[seg_id] = fingerprint
             if self._prints.get(seg_id) != fingerprint:
                 self._changed.add(seg_id)
-                if seg_id not in self._pending and _unprocessed(segment):
+                if seg_id not in self._pending and _unprocessed(segment, records):
                     self._pending.append(seg_id)
-        for seg_id in self._prints.keys() - prints.keys():
+        gone = self._prints.keys() - prints.keys()
+        for seg_id in gone:
             self._removed.add(seg_id)
             self._touched.pop(seg_id, None)
+        if gone:
+            records.prune(state.context)
         self._prints = prints
         self._segments = live
         self._order = order
@@ -208,12 +213,15 @@ class StatePort:
         self._ensure_state()
         state = self.agent.state
         self._summary = summary
+        ours = state.middle_context.get(META_KEY)
+        if not isinstance(ours, dict):
+            ours = state.middle_context[META_KEY] = {}
         if summary is None:
             state.summary = ""
-            state.middle_context.pop(META_KEY, None)
+            ours.pop("summary", None)
             return
         state.summary = summary.render()
-        state.middle_context[META_KEY] = {"summary": summary.model_dump(mode="json")}
+        ours["summary"] = summary.model_dump(mode="json")
 
     def message_ids(self) -> list[str]:
         self.sync()
@@ -224,7 +232,14 @@ class StatePort:
         return to_view(segment.msg, saved_text, segment.blocks, msg_id)
 
     def native(self, msg_ids: Sequence[str]) -> list[Msg]:
-        return [self._get(msg_id).as_msg() for msg_id in msg_ids]
+        records = Records(self.agent.state)
+        copies = []
+        for msg_id in msg_ids:
+            segment = self._get(msg_id)
+            copy = segment.as_msg()
+            records.attach(segment, copy)  # a dialog line says how its parts were cut
+            copies.append(copy)
+        return copies
 
     async def remove(self, msg_ids: Sequence[str]) -> None:
         doomed: dict[int, set[int]] = {}
@@ -276,24 +291,24 @@ class StatePort:
         ]
 
     def result_slots(self, msg_id: str) -> list[ResultSlot]:
-        return result_slots(self._get(msg_id))
+        return result_slots(self._get(msg_id), Records(self.agent.state))
 
     def apply(
         self, msg_id: str, slots: Sequence[ResultSlot], changes: Mapping[str, ResultChange]
     ) -> None:
-        if apply_results(self._get(msg_id), slots, changes):
+        if apply_results(self._get(msg_id), slots, changes, Records(self.agent.state)):
             # an untouched segment keeps its token count
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)
             self._settled = None
 
     def user_text_slots(self, msg_id: str) -> list[TextSlot]:
-        return user_text_slots(self._get(msg_id), msg_id)
+        return user_text_slots(self._get(msg_id), msg_id, Records(self.agent.state))
 
     def apply_texts(
         self, msg_id: str, slots: Sequence[TextSlot], changes: Mapping[str, str]
     ) -> None:
-        apply_texts(self._get(msg_id), slots, changes)
+        apply_texts(self._get(msg_id), slots, changes, Records(self.agent.state))
         if changes:
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)

@@ -22,7 +22,8 @@ What each hook does:
 - ``on_reply``: binds the middleware to its agent on first use and adds the tools
   (``read_file``, ``read_dialog``, ``search_dialog``, the memory tools); every event of the
   extension and every notice goes out on the reply's event stream as a 2.x ``CustomEvent``
-  (``context_ext.compaction_finished``, ``context_ext.notice``, ...), where a ``create_app``
+  (``context_ext.compaction_finished``, ``context_ext.notice``, ...), at the reply's end just
+  before its ``ReplyEndEvent`` (2.x's own events keep their order), where a ``create_app``
   client reads it (design §11.3); a served turn we refuse ends there too, with the reason
   (``_refusal.py``);
 - ``on_acting``: stage one on every tool response as it leaves the tool, before 2.x writes it
@@ -56,7 +57,7 @@ from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any
 
-from agentscope.event import CustomEvent, EventBase, ReplyEndEvent, ReplyStartEvent
+from agentscope.event import CustomEvent, ReplyEndEvent, ReplyStartEvent
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
 
@@ -235,15 +236,14 @@ class ContextMiddleware(MiddlewareBase):
         reply_id: str | None = None
         try:
             async for item in next_handler(**input_kwargs):
-                # What the extension did since the last event goes out first: a compaction
-                # before the model call that follows it, a cut before the reply's end.
-                if self._outbox and isinstance(item, EventBase):
-                    for event in self._sent():
-                        yield event
                 if isinstance(item, ReplyStartEvent):
                     reply_id = item.reply_id
                 if isinstance(item, ReplyEndEvent):
                     interrupted = str(getattr(item, "finished_reason", "")) == "interrupted"
+                    # Ours go out at the reply's end, just before it: the events 2.x emits
+                    # keep their order and positions, which clients and HITL read by position.
+                    for event in self._sent():
+                        yield event
                 yield item
         except (asyncio.CancelledError, GeneratorExit):
             interrupted = True

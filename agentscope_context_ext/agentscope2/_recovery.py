@@ -12,8 +12,8 @@ from agentscope.message import Msg, TextBlock, ThinkingBlock, ToolCallBlock, Too
 from ..core.pipeline import TruncationRecord
 from ..core.truncation import split_notice
 from ..core.workspace import Storage, ToolResultStore
-from ._context import META_KEY
 from ._convert import output_text
+from ._result_blocks import META_KEY, Records
 
 __all__ = ["recovery_problems"]
 
@@ -24,22 +24,27 @@ def recovery_problems(
     dialog: Any,
     storage: Storage,
     unplayed: set[str] = frozenset(),
+    records: Records | None = None,
 ) -> list[str]:
     """Every way a recorded text, call or output is NOT recoverable byte for byte from the
     context and ``dialog/`` (texts by content, an offloaded user text and a cut output from
     the saved file its notice names, calls and outputs by id). Empty: all are. ``unplayed``:
     the texts and call ids of replies refused before they were played (never in the
-    context)."""
+    context); ``records``: the live context's records (a saved message carries its own)."""
     texts: set[str] = set()
     calls: dict[str, str] = {}
     results: dict[str, str] = {}
+    live = {id(msg) for msg in context}
     messages = [*(r.msg for r in dialog.iter_records()), *context]
     store = ToolResultStore(storage)
     for msg in messages:
         if isinstance(msg.content, str):
             texts.add(msg.content)
             continue
-        records = (msg.metadata or {}).get(META_KEY, {}).get("texts", {})
+        if id(msg) in live and records is not None:
+            parts_of = records.texts(msg)
+        else:
+            parts_of = (msg.metadata or {}).get(META_KEY, {}).get("texts", {})
         for index, block in enumerate(msg.content):
             if isinstance(block, TextBlock):
                 texts.add(block.text)
@@ -47,7 +52,7 @@ def recovery_problems(
                 saved = storage.read(parts[1].file_path) if parts is not None else None
                 if saved is not None:  # a user's text offloaded whole
                     texts.add(saved.decode("utf-8", errors="replace"))
-                record = TruncationRecord.from_dict(records.get(str(block.id or index)))
+                record = TruncationRecord.from_dict(parts_of.get(str(block.id or index)))
                 part = record.saved_part(store)
                 if part is not None:  # one of many parts saved together in one file
                     texts.add(part)

@@ -47,6 +47,7 @@ from ..core.transcripts import (
 from ._middleware import ContextMiddleware
 from ._records import output_of, record_blocks
 from ._recovery import recovery_problems
+from ._result_blocks import Records
 from ._scripted_model import ScriptedChatModel
 from ._tracing import traced
 
@@ -266,7 +267,12 @@ async def replay_transcript(
     result.seconds_hooks = manager.stats.hook_seconds
     if check_recovery:
         result.recovery_problems = recovery_problems(
-            play, agent.state.context, middleware.dialog_store, middleware.storage, unplayed
+            play,
+            agent.state.context,
+            middleware.dialog_store,
+            middleware.storage,
+            unplayed,
+            Records(agent.state),
         )
     manager.detach()
     result.seconds_total = time.perf_counter() - started

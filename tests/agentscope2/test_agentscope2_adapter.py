@@ -94,6 +94,11 @@ def result_blocks(agent: Agent) -> list[ToolResultBlock]:
     return [b for m in agent.state.context for b in m.content if isinstance(b, ToolResultBlock)]
 
 
+def records(agent: Agent) -> list[dict]:
+    """The truncation records the middleware keeps in the agent's state."""
+    return list(agent.state.middle_context["agentscope_context_ext"]["results"].values())
+
+
 def output(block: ToolResultBlock) -> str:
     return (
         block.output
@@ -139,7 +144,8 @@ async def test_stage_one_cuts_in_on_acting_and_read_file_reads_the_whole_output(
     assert (tmp_path / path).read_text(encoding="utf-8") == lines(1500)
     assert "line 01400" in seen[1] and "line 01480" in seen[1]
     first = result_blocks(agent)[0]
-    assert first.metadata["agentscope_context_ext"]["path"] == path
+    assert first.metadata == {}  # our records are beside the context, not in its messages
+    assert path in {record.get("path") for record in records(agent)}
     assert context.manager.stats.truncations == 1
     assert violations(model) == 0
 
@@ -309,7 +315,8 @@ async def test_the_middleware_added_twice_acts_once(tmp_path):
     await agent.reply(UserMsg("user", "go"))
     stats = context.manager.stats
     assert stats.truncations == 1 and stats.counts["tool_result_truncated"] == 1
-    record = result_blocks(agent)[0].metadata["agentscope_context_ext"]
+    assert result_blocks(agent)[0].metadata == {}
+    (record,) = records(agent)
     assert record["stage"] == 1 and record["path"].startswith("tool_result/")
 
 

@@ -247,7 +247,9 @@ async def test_the_consolidation_bookkeeping_reaches_the_workspace(tmp_path):
     reaches the sandbox. A second worker (or this one after its /tmp copy is gone) runs the day's
     consolidation again, and merges the notes already merged."""
     memory = {"enabled": True, "consolidation_time": "00:00", "summarize_on_compaction": False}
-    model = ScriptedChatModel(lambda call: "hello")
+    # the first turn notes something, so that the day's consolidation has a note to merge
+    note = reply("noted", tool_call("daily_note", text="Deploys go through staging."))
+    model = ScriptedChatModel(lambda call: note if call.index == 0 else "hello")
     workspace = await local_workspace(tmp_path / "agent-1")
     first = Worker(
         workspace,

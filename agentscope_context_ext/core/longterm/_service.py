@@ -156,6 +156,8 @@ class LongTermService:
             max_bytes=self.config.long_term_memory.max_bytes,
             on_write=self._written,
         )
+        if result.status == "nothing_to_do":
+            return result  # no notes to merge: nothing happened, no event (no stream noise)
         await self.emit(
             Consolidated(
                 status=result.status,

@@ -247,7 +247,7 @@ def record_span(event: ContextEvent) -> None:
         )
     elif isinstance(event, MemoryWritten):
         _instant("context.memory_write", {"gen_ai.tool.name": event.tool})
-    elif isinstance(event, Consolidated) and event.status != "nothing_to_do":
+    elif isinstance(event, Consolidated):
         _instant(
             "context.consolidate",
             {
