@@ -213,15 +213,26 @@ class ContextManager(ABC):
             ]
         if self.long_term_service is not None:
             tools += [("memory", tool) for tool in self.long_term_service.memory_tools()]
+        offer = self.pipeline.offered_tools
+        offer.ours = frozenset(function.__name__ for _, function in tools)
+        if self.long_term_service is not None:
+            offer.unused = self.long_term_service.unused_tools
         return tools
 
+    async def admits(self, sys_prompt: str, tools: list[dict] | None) -> bool:
+        """Whether context management takes on an agent with this system prompt and these
+        tools (checked before each step; an adapter may decline an agent its window cannot
+        hold, and detach). Here: always."""
+        return True
+
     @portal
-    async def before_model_call(self, forced: bool = False, instruction: str | None = None) -> None:
+    async def before_model_call(self, forced: bool = False, instruction: str | None = None) -> bool:
         """What runs before every model call (or a compaction asked for now, ``forced``):
         long-term memory started and ``Memory.md`` shown as it is now, then the pipeline. A
         step that fails is a ``warning`` and the call goes on; a prompt that would go over the
         window is refused (``WorkspaceWriteError``, ``ContextOverflowError``) to the caller.
-        The time is added to ``stats.hook_seconds``."""
+        The time is added to ``stats.hook_seconds``. ``False``: the adapter declined the agent
+        (:meth:`admits`) and nothing ran."""
         started = time.perf_counter()
         try:
             service = self.long_term_service
@@ -233,8 +244,10 @@ class ContextManager(ABC):
                     await self.bus.emit(
                         ContextWarning(where="long_term_memory", error=repr(exc)[:300])
                     )
-            await self.prepare_step()
             sys_prompt, tools = await self.prompt_parts()
+            if not await self.admits(sys_prompt, tools):
+                return False
+            await self.prepare_step()
             try:
                 with self.port.one_step():
                     if forced:
@@ -249,12 +262,13 @@ class ContextManager(ABC):
                 if isinstance(exc, OSError):  # the store failed: never send one over the window
                     with self.port.one_step():
                         await self.pipeline.refuse_unchecked(sys_prompt, tools, exc)
+            return True
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
 
     def offered_tools(self, schemas: list[dict]) -> list[dict]:
-        """``schemas`` as the model should see them: without ``read_dialog`` and
-        ``search_dialog`` until there is a dialog to read (see ``core.pipeline.ToolOffer``)."""
+        """``schemas`` as the model should see them: this package's tools when they can be of
+        use and the window has room for them (see ``core.pipeline.ToolOffer``)."""
         return self.pipeline.offered_tools(schemas)
 
     @portal

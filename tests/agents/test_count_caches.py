@@ -90,7 +90,7 @@ def test_the_counter_counts_equal_schemas_once_and_edited_ones_again() -> None:
 
 def test_the_dialog_tools_offer_follows_a_schema_renamed_in_place() -> None:
     from agentscope_context_ext.core.events import ContextStats
-    from agentscope_context_ext.core.pipeline import ToolOffer
+    from agentscope_context_ext.core.pipeline import ToolOffer, Window
 
     class NoDialog:
         summary = None
@@ -98,7 +98,10 @@ def test_the_dialog_tools_offer_follows_a_schema_renamed_in_place() -> None:
         def files(self) -> list:
             return []
 
-    offer = ToolOffer(ContextStats(), NoDialog(), NoDialog())
+    offer = ToolOffer(
+        ContextStats(), NoDialog(), NoDialog(), get_token_counter("qwen"), Window(131072)
+    )
+    offer.ours = frozenset({"search_dialog"})  # the name of our tool
     tools = [schema("look things up")]
     assert offer(tools) == tools
     tools[0]["function"]["name"] = "search_dialog"  # now a dialog tool: not offered yet

@@ -867,8 +867,8 @@ def test_scope_and_session_are_parameters_of_a_served_agents_tools_only(tmp_path
     assert parameters(read_dialog) == ["date", "start_line", "limit", "session"]
     assert parameters(search_dialog) == ["query", "limit", "scope"]
     assert inspect.signature(search_dialog).parameters["scope"].default == "session"
-    assert inspect.signature(read_dialog).parameters["session"].default is None
+    assert inspect.signature(read_dialog).parameters["session"].default == ""
     assert "scope (str)" in (search_dialog.__doc__ or "")
-    assert "session (str | None)" in (read_dialog.__doc__ or "")
+    assert "session (str)" in (read_dialog.__doc__ or "")
     read_file = make_read_file(tmp_path, sessions=history.storage_of)
     assert read_file.__name__ == "read_file" and parameters(read_file)[-1] == "session"

@@ -332,8 +332,9 @@ async def test_compaction_with_parallel_calls_is_pair_safe_and_lossless(
 
 
 async def test_the_tools_the_model_is_shown(workspace: Path, tmp_path: Path) -> None:
-    """read_file and the memory tools from the start; the dialog tools once there is a dialog;
-    each answers when the model calls it."""
+    """read_file and the memory tools that can be of use from the start (memory_edit and
+    memory_read not while Memory.md is empty); the dialog tools once there is a dialog; each
+    answers when the model calls it."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "a.txt").write_text("".join(f"line {i:04d}\n" for i in range(1, 201)))
@@ -375,8 +376,8 @@ async def test_the_tools_the_model_is_shown(workspace: Path, tmp_path: Path) -> 
     assert agent.manager.stats.compactions >= 1
     agent_calls = [call for call in model.calls if is_agent_call(call)]
     first = tool_names(agent_calls[0])
-    assert {"fetch", "read_file", "memory_read", "memory_append"} <= first
-    assert not first & {"read_dialog", "search_dialog"}
+    assert {"fetch", "read_file", "memory_append", "daily_note"} <= first
+    assert not first & {"read_dialog", "search_dialog", "memory_edit", "memory_read"}
     shown = ["read_dialog" in tool_names(call) for call in agent_calls]
     start = shown.index(True)
     assert start > 0 and all(shown[start:]), "hidden until a compaction, then always shown"

@@ -78,7 +78,7 @@ async def test_an_agent_file_agent_through_the_real_client(
     assert script.summarizer_calls >= 1
     assert "User wants every document kept" in LongTermMemory(workspace).read()
     # the provider's reported prompt_tokens reached the count: the gap is reported and judged
-    # a count error of a fixed offset (the server's own count of what it received, +37), and
+    # a count error of a fixed offset (the server's own count of what it received, +USAGE_OFFSET), and
     # calibrate_with_usage shifts our count by it when it is over ours (ours is the floor)
     error = manager.stats.token_count_error
     assert error is not None and abs(error) < 0.05

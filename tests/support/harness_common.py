@@ -144,8 +144,10 @@ SIX_SECTIONS = (
     "## Next Steps\n- Continue fetching\n"
     "## Critical Context\n- tool_result/ holds the full outputs\n"
 )
-USAGE_OFFSET = 37
-"""The servers report our own count plus this: what calibrate_with_usage must learn."""
+USAGE_OFFSET = 137
+"""The servers report their count of the request plus this: what calibrate_with_usage must
+learn. Well over the agreement band: an Ollama request's own count is some tens of tokens
+under ours (its tool layout), and that skew must not cancel the offset out."""
 
 
 class Script:

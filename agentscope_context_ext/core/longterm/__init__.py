@@ -10,7 +10,7 @@ from ._consolidation import (
     consolidate,
     interrupted_reply,
 )
-from ._guide import MEMORY_GUIDE, bounded_by_tokens, memory_block
+from ._guide import MemoryView, bounded_by_tokens, memory_block
 from ._schedule import ConsolidationScheduler, last_consolidation, read_state, write_state
 from ._service import CONSOLIDATOR_MAX_ITERS, SUMMARIZER_MAX_ITERS, LongTermService
 from ._store import (
@@ -38,7 +38,6 @@ __all__ = [
     "DEFAULT_SECTIONS",
     "MAX_ENTRY_CHARS",
     "MEMORY_FILE",
-    "MEMORY_GUIDE",
     "NOTES_DIRNAME",
     "SILENT",
     "SUMMARIZER_MAX_ITERS",
@@ -51,6 +50,7 @@ __all__ = [
     "LongTermService",
     "MemoryInputError",
     "MemoryTool",
+    "MemoryView",
     "NotWritten",
     "SummarizerService",
     "SummarizerSettings",

@@ -1,48 +1,51 @@
-"""What the agent is shown of its long-term memory: a guide to the memory tools and the current
-``Memory.md``, bounded in tokens. It is served as one message at the head of the context (never
-through the system prompt, so it never ends up in saved session state)."""
+"""What the agent is shown of its long-term memory: the current ``Memory.md``, bounded in tokens,
+after the system prompt (nothing while the file is empty)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ._store import LongTermMemory
 
 __all__ = [
     "MEMORY_BLOCK_END",
     "MEMORY_BLOCK_START",
-    "MEMORY_GUIDE",
+    "MemoryView",
     "bounded_by_tokens",
     "memory_block",
 ]
 
 MEMORY_BLOCK_START = "<long-term-memory>"
 MEMORY_BLOCK_END = "</long-term-memory>"
-MEMORY_GUIDE = """You have a long-term memory that lasts beyond this conversation, in the workspace:
-- memory_append(text, section): a durable fact worth remembering next time, e.g. a user \
-preference (section "Personal") or a lesson from a failed attempt (section "Try-Error Notes");
-- memory_edit(old_text, new_text): correct a fact that changed;
-- daily_note(text): what you did or learned today (merged into Memory.md daily);
-- memory_read(): the whole file.
-Do not store task progress or file contents there."""
+MEMORY_HEADING = "Memory.md, your notes from earlier conversations"
+"""What the block calls ``Memory.md`` (how to write it is in the memory tools' descriptions)."""
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """What the model is shown of ``Memory.md``: the block (``None``: the file is empty) and
+    whether it holds the whole file."""
+
+    block: str | None = None
+    whole: bool = True
 
 
 def memory_block(
     memory: LongTermMemory,
     count_text: Callable[[str], int],
     max_tokens: int,
-    with_guide: bool = True,
-) -> str | None:
-    """The text of the long-term memory message: the guide (when the agent has the tools) and
-    ``Memory.md`` cut to ``max_tokens``; ``None`` when there is nothing to show."""
-    block = MEMORY_GUIDE if with_guide else ""
+    with_tools: bool = True,
+) -> MemoryView:
+    """The long-term memory block for the system prompt: ``Memory.md`` cut to ``max_tokens``
+    (nothing at all while the file is empty: the tools' descriptions say what it is for)."""
     content = memory.read().strip()
-    if content and max_tokens > 0:
-        block += f"\n\nCurrent Memory.md:\n{bounded_by_tokens(content, max_tokens, count_text)}"
-    block = block.strip()
-    if not block:
-        return None
-    return f"{MEMORY_BLOCK_START}\n{block}\n{MEMORY_BLOCK_END}"
+    if not content or max_tokens <= 0:
+        return MemoryView(None, not content)
+    shown = bounded_by_tokens(content, max_tokens, count_text)
+    hint = " (keep them current with memory_append and memory_edit)" if with_tools else ""
+    block = f"{MEMORY_BLOCK_START}\n{MEMORY_HEADING}{hint}:\n{shown}\n{MEMORY_BLOCK_END}"
+    return MemoryView(block, shown == content)
 
 
 def bounded_by_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:

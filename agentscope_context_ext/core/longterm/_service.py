@@ -15,7 +15,7 @@ from ..events import CompactionFinished, Consolidated, ContextEvent, MemoryWritt
 from ..summary import render_for_summary
 from ..workspace import Storage
 from ._consolidation import AgentRunner, ConsolidationResult, consolidate
-from ._guide import memory_block
+from ._guide import MemoryView, memory_block
 from ._schedule import ConsolidationScheduler, last_consolidation
 from ._store import LongTermMemory
 from ._summarizer import SummarizerService, SummarizerSettings
@@ -80,6 +80,7 @@ class LongTermService:
                 last_run=lambda: last_consolidation(self.memory),
             )
         self._version: object = None
+        self._view = MemoryView()
         self._started = False
 
     def memory_tools(self) -> tuple[MemoryTool, ...]:
@@ -121,14 +122,22 @@ class LongTermService:
         if version == self._version:
             return
         self._version = version
-        self.show(
-            memory_block(
-                self.memory,
-                self.count_text,
-                self.config.long_term_memory.inject_max_tokens,
-                with_guide=self.config.tools.memory,
-            )
+        self._view = memory_block(
+            self.memory,
+            self.count_text,
+            self.config.long_term_memory.inject_max_tokens,
+            with_tools=self.config.tools.memory,
         )
+        self.show(self._view.block)
+
+    def unused_tools(self) -> frozenset[str]:
+        """The memory tools of no use now (their schemas are left out): ``memory_edit`` while
+        ``Memory.md`` is empty, ``memory_read`` while the prompt shows the whole file."""
+        view = self._view
+        unused = {"memory_read"} if view.whole else set()
+        if view.block is None and view.whole:
+            unused.add("memory_edit")
+        return frozenset(unused)
 
     def on_event(self, event: ContextEvent) -> None:
         """Listens to the manager's events: the messages each compaction removed go to the

@@ -41,22 +41,21 @@ def make_memory_tools(
                 await result
 
     async def memory_read() -> str:
-        """Read your long-term memory file Memory.md (durable facts, user preferences,
-        lessons from past mistakes)."""
+        """Read the whole of your long-term memory, Memory.md."""
         content = memory.read()
         return content if content.strip() else "Memory.md is empty."
 
-    async def memory_append(text: str, section: str | None = None) -> str:
-        """Add one durable fact to Memory.md, e.g. a user preference or a lesson learned.
-        An equivalent line already present is not added again.
+    async def memory_append(text: str, section: str = "") -> str:
+        """Remember a durable fact in Memory.md, kept beyond this conversation: a user
+        preference, a lesson from a failed attempt; not task progress or file contents.
 
         Args:
             text (str):
                 The fact, one line.
-            section (str | None):
-                Section title: "Personal" (preferences, habits, identity), "Try-Error Notes"
-                (what failed and what worked), "Facts" (default) or another title.
+            section (str):
+                "Personal", "Try-Error Notes" or "Facts" (the default).
         """
+        section = section or None
         try:
             added = memory.append(text, section)
         except MemoryInputError as exc:
@@ -69,12 +68,12 @@ def make_memory_tools(
         return f"Added to Memory.md under ## {section or 'Facts'}."
 
     async def memory_edit(old_text: str, new_text: str) -> str:
-        """Correct Memory.md: replace the one occurrence of old_text with new_text (an empty
-        new_text deletes it). old_text must appear exactly once.
+        """Correct Memory.md: replace old_text, which must appear exactly once, with
+        new_text (empty: delete it).
 
         Args:
             old_text (str):
-                Text to replace, exactly as it appears in Memory.md.
+                The text, as Memory.md has it.
             new_text (str):
                 The replacement.
         """
@@ -90,8 +89,7 @@ def make_memory_tools(
         return "Memory.md edited."
 
     async def daily_note(text: str) -> str:
-        """Add a line to today's log (memory/YYYY-MM-DD.md): what you did or learned today.
-        Daily notes are merged into Memory.md once a day.
+        """Note what you did or learned today (merged into Memory.md daily).
 
         Args:
             text (str):

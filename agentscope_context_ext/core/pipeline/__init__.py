@@ -6,7 +6,7 @@ from ._build import build_pipeline
 from ._compaction import SUMMARY_FILE, Compaction, cut_item
 from ._cut import CutItem, choose_cut, tool_pairs, valid_boundaries
 from ._faults import SaveFault, SaveFaults
-from ._offer import DIALOG_TOOL_NAMES, ToolOffer, tool_name
+from ._offer import DIALOG_TOOL_NAMES, TOOLS_SHARE, ToolOffer, tool_name
 from ._pipeline import ContextPipeline, PipelineParts
 from ._port import ContextPort, SavedText
 from ._prefix_cost import PrefixCost
@@ -29,6 +29,7 @@ from ._window_size import Window
 __all__ = [
     "DIALOG_TOOL_NAMES",
     "SUMMARY_FILE",
+    "TOOLS_SHARE",
     "CallModel",
     "Compaction",
     "ContextPipeline",

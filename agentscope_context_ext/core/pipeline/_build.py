@@ -64,7 +64,7 @@ def build_pipeline(
         faults=faults,
     )
     tally = TokenTally(counter)
-    offer = ToolOffer(bus.stats, port, dialog_store)
+    offer = ToolOffer(bus.stats, port, dialog_store, counter, window)
     count = PromptCounter(config, tally, port, bus, offer, window)
     stage_two = StageTwo(config.truncation, truncator, port, bus)
     writer = SummaryWriter(

@@ -126,7 +126,11 @@ class PromptCounter:
         before = self.usage.verdict
         verdict = self.usage.add(UsageSample(ours, provider_input_tokens, self._tool_results()))
         stats.token_count = verdict
-        if before is None or (before.kind, before.form) != (verdict.kind, verdict.form):
+        quiet = ("agrees", "unsettled")  # nothing to act on: stats.token_count tells, no event
+        first = before is None and verdict.kind in quiet
+        if not first and (
+            before is None or (before.kind, before.form) != (verdict.kind, verdict.form)
+        ):
             await self.bus.emit(TokenCountJudged(verdict=verdict, shift=self.usage_shift(ours)))
 
     def _tool_results(self) -> int:

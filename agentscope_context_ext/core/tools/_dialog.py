@@ -74,30 +74,25 @@ def make_dialog_tools(
             )
         return "\n".join(lines)
 
-    async def read_dialog(
-        date: str | None = None, start_line: int | None = None, limit: int = 50
-    ) -> str:
-        """Read messages compaction saved to dialog/YYYY-MM-DD.jsonl: by default the newest
-        file's last messages; start_line reads forward from a line the summary names.
+    async def read_dialog(date: str = "", start_line: int = 0, limit: int = 50) -> str:
+        """Read messages compaction saved to dialog/: the newest file's last messages, or
+        forward from a line the summary names.
 
         Args:
-            date (str | None):
-                The file's day, YYYY-MM-DD; omit for the newest.
-            start_line (int | None):
-                First line to read; omit for the last `limit` lines.
+            date (str):
+                The file's day, YYYY-MM-DD; empty: the newest.
+            start_line (int):
+                First line; 0: the last `limit` messages.
             limit (int):
-                Messages to return (at most 200).
+                Messages to return, at most 200.
         """
-        return read(date, start_line, limit)
+        return read(date or None, start_line or None, limit)
 
     async def read_dialog_of_session(
-        date: str | None = None,
-        start_line: int | None = None,
-        limit: int = 50,
-        session: str | None = None,
+        date: str = "", start_line: int = 0, limit: int = 50, session: str = ""
     ) -> str:
         # A served agent's read_dialog: the same, and ``session`` (its schema only there).
-        return read(date, start_line, limit, session)
+        return read(date or None, start_line or None, limit, session or None)
 
     read_dialog_of_session.__doc__ = (read_dialog.__doc__ or "").rstrip() + SESSION_ARG
     read_dialog_of_session.__name__ = read_dialog_of_session.__qualname__ = "read_dialog"
@@ -147,13 +142,13 @@ def make_dialog_tools(
             return f"Error: the history cannot be searched now: {str(exc)[:200]}"
 
     async def search_dialog(query: str, limit: int = 10) -> str:
-        """Find saved messages (dialog/) and full tool outputs matching query, best first.
+        """Search the saved messages and full tool outputs, best first.
 
         Args:
             query (str):
                 Words, "a phrase", prefix*, identifiers.
             limit (int):
-                Hits to return (at most 200).
+                Hits to return, at most 200.
         """
         return await run(query, limit)
 

@@ -85,23 +85,23 @@ def make_read_file(
     async def read_file(
         file_path: str,
         start_line: int = 1,
-        end_line: int | None = None,
+        end_line: int = 0,
         start_byte: int = 0,
     ) -> str:
-        """Read lines of a text file: the saved output a truncation notice names (pass the
-        start_line and start_byte it gives), or a file of the project.
+        """Read a text file: an output a truncation notice saved (give its start_line and
+        start_byte), or a project file.
 
         Args:
             file_path (str):
-                The file_path given in a truncation notice, or a project file's path.
+                The file_path given in a truncation notice, or a project file.
             start_line (int):
                 First line, 1-based.
-            end_line (int | None):
-                Last line (inclusive); omit to read to the end.
+            end_line (int):
+                Last line; 0 reads to the end.
             start_byte (int):
-                Byte offset in start_line, when a notice gives one.
+                Byte offset in start_line, from a notice.
         """
-        return read(file_path, start_line, end_line, start_byte)
+        return read(file_path, start_line, end_line or None, start_byte)
 
     if sessions is None:
         return portal(read_file)  # its workspace calls wait on the loop (design §2.3)
@@ -109,12 +109,12 @@ def make_read_file(
     async def read_file_of_session(
         file_path: str,
         start_line: int = 1,
-        end_line: int | None = None,
+        end_line: int = 0,
         start_byte: int = 0,
-        session: str | None = None,
+        session: str = "",
     ) -> str:
         # A served agent's read_file: the same, and ``session`` (its schema only there).
-        return read(file_path, start_line, end_line, start_byte, session)
+        return read(file_path, start_line, end_line or None, start_byte, session or None)
 
     read_file_of_session.__doc__ = (read_file.__doc__ or "").rstrip() + SESSION_ARG
     read_file_of_session.__name__ = read_file_of_session.__qualname__ = "read_file"
@@ -122,6 +122,6 @@ def make_read_file(
 
 
 SESSION_ARG = """
-            session (str | None):
-                Another of your sessions, as search_dialog names it; omit for this one.
+            session (str):
+                Another of your sessions, as search_dialog names it; empty: this one.
         """
