@@ -25,6 +25,7 @@ from typing import Any
 from agentscope.message import (
     Msg,
     SystemMsg,
+    ToolCallBlock,
     ToolResultBlock,
     UserMsg,
 )
@@ -39,7 +40,7 @@ from ..core.pipeline import (
 )
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
-from ._convert import Segment, output_text, segments, to_view
+from ._convert import Segment, output_text, segments, to_view, tool_arguments
 from ._result_blocks import (
     META_KEY,
     Records,
@@ -258,6 +259,7 @@ class StatePort:
         context[:] = kept_msgs  # the agent's own list: no new epoch
         self._settled = None
         self.sync()
+        await _forget_reads(self.agent.state, kept_msgs)
 
     def drain_changes(self) -> tuple[int, set[str], set[str]]:
         self.sync()
@@ -373,6 +375,25 @@ class StatePort:
         if segment is None:
             raise KeyError(f"no message {msg_id} in the agent's context")
         return segment
+
+
+async def _forget_reads(state: Any, kept: Sequence[Msg]) -> None:
+    """Drop 2.x's read cache of every file whose ``Read`` call left the context, as 2.x's own
+    compression does: its ``Edit`` and ``Write`` accept a file only while the agent has read
+    it, and a read that was compacted away is no read the model can see."""
+    tool_context = getattr(state, "tool_context", None)
+    clean = getattr(tool_context, "clean_file_cache", None)
+    if clean is None:
+        return
+    kept_reads = {
+        path
+        for msg in kept
+        for block in msg.content
+        if isinstance(block, ToolCallBlock) and block.name == "Read"
+        for path in [tool_arguments(block).get("file_path")]
+        if isinstance(path, str)
+    }
+    await clean(reserved_file_paths=kept_reads)
 
 
 def _shape(state: Any) -> tuple:

@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agentscope.message import UserMsg
+from agentscope.message import AssistantMsg, UserMsg
 from agentscope.model import ChatModelBase
 from agentscope.tool import ToolResponse
 
@@ -27,7 +27,7 @@ from ..core.config import ContextConfig
 from ..core.errors import ContextExtError
 from ..core.events import ContextWarning, EventBus
 from ..core.manager import ContextManager, LongTermHooks, resolve_window
-from ..core.pipeline import ResultSlot
+from ..core.pipeline import ResultChange, ResultSlot, tool_name
 from ..core.provider_errors import relay_stream
 from ..core.search import HistoryScope
 from ..core.tokens import get_token_counter
@@ -79,6 +79,8 @@ class AgentManager(ContextManager):
     a failed call: a step recovers once)."""
     turn_ended: bool = False
     """A per-turn middleware's reply is over (its long-term memory stopped)."""
+    _fixed_checked: bool = False
+    """Whether :meth:`admits` has looked."""
 
     def __init__(
         self,
@@ -188,7 +190,10 @@ class AgentManager(ContextManager):
         return shown_as_cut(items, allowance, lambda response: self.cut(tool_call, response))
 
     async def cut(self, tool_call: Any, response: ToolResponse) -> ToolResponse:
-        """Stage one on a tool's final response, before 2.x writes it into the context."""
+        """Stage one on a tool's final response, before 2.x writes it into the context. When
+        2.x's own ``tool_result_limit`` would cut even our excerpt, the response is left to
+        2.x: its split, its reminder and its offloader (the user's workspace, or ours) do what
+        they do without us, and our stage one finds the rest within its limits."""
         slot = ResultSlot(
             call_id=str(tool_call.id),
             tool=str(tool_call.name),
@@ -198,6 +203,8 @@ class AgentManager(ContextManager):
         )
         started = time.perf_counter()
         try:
+            if await self._split_by_agentscope(slot, response):
+                return response
             change = await self.pipeline.stage_one_now(slot)
         finally:
             self.stats.hook_seconds += time.perf_counter() - started
@@ -205,9 +212,58 @@ class AgentManager(ContextManager):
             return response
         return response.model_copy(update={"content": changed_output(response.content, change)})
 
+    async def _split_by_agentscope(self, slot: ResultSlot, response: ToolResponse) -> bool:
+        """Whether 2.x's ``tool_result_limit`` is the stricter for this response: it would
+        split the response and still split what our stage one leaves of it (counted as 2.x
+        counts, with the model's ``count_tokens``)."""
+        limit = getattr(getattr(self.agent, "context_config", None), "tool_result_limit", None)
+        if not isinstance(limit, int) or slot.text is None:
+            return False
+        excerpt = self.pipeline.stage_one_excerpt(slot)
+        if excerpt is None:
+            return False  # ours leaves it whole: 2.x splits it or not, as without us
+        count = self.agent.model.count_tokens
+        try:
+            if (
+                await count([AssistantMsg(self.agent.name, content=response.content)], None)
+                <= limit
+            ):
+                return False
+            excerpt_content = changed_output(response.content, ResultChange(excerpt, slot.media))
+            return (
+                await count([AssistantMsg(self.agent.name, content=excerpt_content)], None) > limit
+            )
+        except Exception:  # noqa: BLE001 - a model that cannot count: our stage one cuts
+            return False
+
     async def prepare_step(self) -> None:
         """2.x's own image limit (its compression, which ours replaces, runs it first)."""
         await self._images.apply()
+
+    async def admits(self, sys_prompt: str, tools: list[dict]) -> bool:
+        """Whether the agent's own fixed part (its system prompt and its tools) leaves room
+        under the compaction trigger, checked once, at first use. When it does not, nothing
+        this package does can help: context management detaches with one warning and the
+        agent runs as AgentScope runs it, rather than being refused in the middle of a reply
+        that 2.x would run."""
+        if self._fixed_checked:
+            return not self.detached
+        self._fixed_checked = True
+        ours = self.pipeline.offered_tools.ours
+        own = [tool for tool in tools if tool_name(tool) not in ours]
+        fixed = await self.port.count_system(sys_prompt) + self.counter.count_tools(own)
+        trigger = self.pipeline.trigger_tokens
+        if fixed < trigger:
+            return True
+        message = (
+            f"context management is off for agent {self.agent.name!r}: its system prompt and "
+            f"tools take {fixed:,} tokens, over the compaction trigger ({trigger:,}) of its "
+            f"{self.pipeline.window:,}-token window; AgentScope's own context handling runs "
+            "instead (a larger window or a shorter system prompt turns it back on)"
+        )
+        await self.bus.emit(ContextWarning(where="window", error=message))  # and to the log
+        self.detach()
+        return False
 
     def system_prompt(self, prompt: str) -> str:
         """``prompt`` with the ``Memory.md`` block after it (once), when long-term memory is

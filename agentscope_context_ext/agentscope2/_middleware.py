@@ -384,7 +384,8 @@ class ContextMiddleware(MiddlewareBase):
             # compact now; the step before reasoning passes none.
             forced = input_kwargs.get("context_config") is not None
             instruction = hint_text(input_kwargs.get("instructions"))
-            await manager.before_model_call(forced=forced, instruction=instruction)
+            if not await manager.before_model_call(forced=forced, instruction=instruction):
+                await next_handler(**input_kwargs)  # detached at first use: 2.x's own runs
         finally:
             self._running.discard("compress")
             await self._push()

@@ -267,6 +267,13 @@ class ContextPipeline:
             await self.bus.emit(ToolResultTruncated(**outcome_data(outcome)))
         return change
 
+    def stage_one_excerpt(self, slot: ResultSlot) -> str | None:
+        """What stage one would leave of ``slot`` (nothing saved, no event); ``None``: it
+        would leave it whole (or truncation is off)."""
+        if not self.config.truncation.enabled:
+            return None
+        return self.parts.truncator.stage_one_excerpt(slot)
+
     def stream_allowance(self, tool: str, tool_input: Mapping[str, Any]) -> StreamAllowance | None:
         """What of a tool's output may be shown while it streams (as events, on a console),
         before stage one has seen the whole (:class:`StreamAllowance`: half of stage one's

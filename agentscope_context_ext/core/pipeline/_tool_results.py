@@ -41,7 +41,7 @@ from ..truncation import (
     split_notice,
     truncate_fresh,
 )
-from ..workspace import ToolResultStore
+from ..workspace import TOOL_RESULT_DIRNAME, ToolResultStore
 from ._faults import SaveFaults
 from ._media_placeholders import replace_media
 from ._message_texts import PART_PLACEHOLDER, offload_message_texts
@@ -142,12 +142,10 @@ class ResultTruncator:
         text = slot.text
         if text is None:
             return None, None
-        first_limit, _ = self.config.limits_for(source)
-        limit = min(first_limit, self.budget.max_result_bytes)
-        size = encoded_size(text)
+        limit, size, due = self._first_cut(text, source)
         if slot.tool == self.read_file_name and source:
             return self._stage_one_read(slot, text, source, limit, size)
-        if size <= limit and self.budget.tokens_fit(text, size):
+        if not due:
             return None, None
         path = self._save(slot, text)
         if path is None:
@@ -157,6 +155,29 @@ class ResultTruncator:
         record.path, record.bytes = path, size
         cut = self.budget.fit(truncate_fresh(text, max_bytes=limit, file_path=path), limit)
         return measured_change(self.counter, slot, cut, slot.media, 1, path, size, size)
+
+    def stage_one_excerpt(self, slot: ResultSlot) -> str | None:
+        """The text stage one would leave of a fresh result, nothing saved (the notice names
+        a path of the real one's length); ``None`` when it would leave the result whole."""
+        text = slot.text
+        source = source_path(slot.tool_input)
+        if text is None or slot.tool in self.config.exempt_tools:
+            return None
+        if slot.tool == self.read_file_name and source:
+            return None  # a read of a file: its notice names the file, nothing is cut here
+        limit, _, due = self._first_cut(text, source)
+        if not due:
+            return None
+        placeholder = f"{TOOL_RESULT_DIRNAME}/{'0' * 32}.txt"
+        return self.budget.fit(truncate_fresh(text, max_bytes=limit, file_path=placeholder), limit)
+
+    def _first_cut(self, text: str, source: str | None) -> tuple[int, int, bool]:
+        """Stage one's byte limit for ``text`` (a result of ``source``), its size, and whether
+        it must be cut (over the bytes, or over the excerpt's token budget)."""
+        first_limit, _ = self.config.limits_for(source)
+        limit = min(first_limit, self.budget.max_result_bytes)
+        size = encoded_size(text)
+        return limit, size, not (size <= limit and self.budget.tokens_fit(text, size))
 
     def stream_allowance(self, tool: str, tool_input: Mapping[str, Any]) -> StreamAllowance | None:
         """What of an output of ``tool`` called with ``tool_input`` may be shown while it
