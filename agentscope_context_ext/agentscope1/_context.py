@@ -17,7 +17,7 @@ from typing import Any
 from agentscope.formatter import FormatterBase
 from agentscope.message import Msg, TextBlock
 
-from ..core.messages import MEDIA_KINDS, Message
+from ..core.messages import MEDIA_KINDS, Media, Message
 from ..core.pipeline import (
     ResultChange,
     ResultSlot,
@@ -29,7 +29,7 @@ from ..core.pipeline import (
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
 from ..core.truncation import sendable_text
-from ._convert import media_of, output_text, to_view
+from ._convert import media_block, media_of, output_text, to_view
 from ._memory import ContextMemory
 from ._messages import result_state, text_state
 
@@ -196,6 +196,23 @@ class MemoryPort:
             else:
                 msg.content[index]["text"] = sendable_text(text)
         if changes:
+            self.memory.touch(msg_id)
+
+    def user_media(self, msg_id: str) -> list[tuple[str, Media]]:
+        msg = self._get(msg_id)
+        if msg.role != "user" or isinstance(msg.content, str):
+            return []
+        return [
+            (f"{msg_id}#{i}", media_block(block))
+            for i, block in enumerate(msg.content)
+            if isinstance(block, dict) and block.get("type") in MEDIA_KINDS
+        ]
+
+    def replace_user_media(self, msg_id: str, placeholders: Mapping[str, str]) -> None:
+        msg = self._get(msg_id)
+        for key, text in placeholders.items():
+            msg.content[int(key.rsplit("#", 1)[1])] = TextBlock(type="text", text=text)
+        if placeholders:
             self.memory.touch(msg_id)
 
     # ---------------------------------------------------------------- counting

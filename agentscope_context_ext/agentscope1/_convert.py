@@ -36,6 +36,7 @@ from ..core.workspace import DialogStore, Storage, in_portal
 __all__ = [
     "MsgCodec",
     "as_tool",
+    "media_block",
     "media_of",
     "open_dialog",
     "output_text",
@@ -109,7 +110,7 @@ def media_of(output: Any) -> tuple[Media, ...]:
     if not isinstance(output, list):
         return ()
     return tuple(
-        _media(item)
+        media_block(item)
         for item in output
         if isinstance(item, dict) and item.get("type") in MEDIA_KINDS
     )
@@ -139,11 +140,12 @@ def _part(block: Any, saved_text: SavedText | None) -> Part | None:
                 full_text = saved_text(parts[1].file_path)
         return ToolResult(str(block.get("id")), str(block.get("name")), text, media, full_text)
     if kind in MEDIA_KINDS:
-        return _media(block)
+        return media_block(block)
     return None
 
 
-def _media(block: dict) -> Media:
+def media_block(block: dict) -> Media:
+    """One 1.x media block as the core's :class:`Media`."""
     source = block.get("source") or {}
     if not isinstance(source, dict):
         return Media(str(block.get("type")))

@@ -23,14 +23,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentscope.message import (
+    DataBlock,
     Msg,
     SystemMsg,
+    TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     UserMsg,
 )
 
-from ..core.messages import Message
+from ..core.messages import Media, Message
 from ..core.pipeline import (
     ResultChange,
     ResultSlot,
@@ -40,7 +42,7 @@ from ..core.pipeline import (
 )
 from ..core.summary import CompactSummary
 from ..core.tokens import TokenCounter
-from ._convert import Segment, output_text, segments, to_view, tool_arguments
+from ._convert import Segment, media_block, output_text, segments, to_view, tool_arguments
 from ._result_blocks import (
     META_KEY,
     Records,
@@ -312,6 +314,25 @@ class StatePort:
     ) -> None:
         apply_texts(self._get(msg_id), slots, changes, Records(self.agent.state))
         if changes:
+            self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
+            self._changed.add(msg_id)
+            self._settled = None
+
+    def user_media(self, msg_id: str) -> list[tuple[str, Media]]:
+        segment = self._get(msg_id)
+        if segment.msg.role != "user":
+            return []
+        return [
+            (f"{msg_id}#{i}", media_block(segment.msg.content[i]))
+            for i in range(segment.start, segment.end)
+            if isinstance(segment.msg.content[i], DataBlock)
+        ]
+
+    def replace_user_media(self, msg_id: str, placeholders: Mapping[str, str]) -> None:
+        segment = self._get(msg_id)
+        for key, text in placeholders.items():
+            segment.msg.content[int(key.rsplit("#", 1)[1])] = TextBlock(text=text)
+        if placeholders:
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)
             self._settled = None

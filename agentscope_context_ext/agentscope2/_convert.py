@@ -46,6 +46,7 @@ from ..core.workspace import DialogStore, Storage
 __all__ = [
     "MsgCodec",
     "Segment",
+    "media_block",
     "media_kind",
     "media_of",
     "open_dialog",
@@ -183,10 +184,11 @@ def media_of(output: Any) -> tuple[Media, ...]:
     """The media blocks of a tool result's output, in order."""
     if isinstance(output, str) or not output:
         return ()
-    return tuple(_media(item) for item in output if isinstance(item, DataBlock))
+    return tuple(media_block(item) for item in output if isinstance(item, DataBlock))
 
 
-def _media(block: DataBlock) -> Media:
+def media_block(block: DataBlock) -> Media:
+    """One data block as the core's :class:`Media`."""
     source = block.source
     if isinstance(source, Base64Source):
         return Media(media_kind(block), source.media_type, data=source.data)
@@ -228,7 +230,7 @@ def _part(block: Any, saved_text: SavedText | None) -> Part | None:
             str(block.id), str(block.name), text, media_of(block.output), full_text, failed
         )
     if isinstance(block, DataBlock):
-        return _media(block)
+        return media_block(block)
     return None
 
 

@@ -27,7 +27,7 @@ from ..core.config import ContextConfig
 from ..core.errors import ContextExtError
 from ..core.events import ContextWarning, EventBus
 from ..core.manager import ContextManager, LongTermHooks, resolve_window
-from ..core.pipeline import ResultChange, ResultSlot, tool_name
+from ..core.pipeline import ResultChange, ResultSlot
 from ..core.provider_errors import relay_stream
 from ..core.search import HistoryScope
 from ..core.tokens import get_token_counter
@@ -79,8 +79,6 @@ class AgentManager(ContextManager):
     a failed call: a step recovers once)."""
     turn_ended: bool = False
     """A per-turn middleware's reply is over (its long-term memory stopped)."""
-    _fixed_checked: bool = False
-    """Whether :meth:`admits` has looked."""
 
     def __init__(
         self,
@@ -239,31 +237,6 @@ class AgentManager(ContextManager):
     async def prepare_step(self) -> None:
         """2.x's own image limit (its compression, which ours replaces, runs it first)."""
         await self._images.apply()
-
-    async def admits(self, sys_prompt: str, tools: list[dict]) -> bool:
-        """Whether the agent's own fixed part (its system prompt and its tools) leaves room
-        under the compaction trigger, checked once, at first use. When it does not, nothing
-        this package does can help: context management detaches with one warning and the
-        agent runs as AgentScope runs it, rather than being refused in the middle of a reply
-        that 2.x would run."""
-        if self._fixed_checked:
-            return not self.detached
-        self._fixed_checked = True
-        ours = self.pipeline.offered_tools.ours
-        own = [tool for tool in tools if tool_name(tool) not in ours]
-        fixed = await self.port.count_system(sys_prompt) + self.counter.count_tools(own)
-        trigger = self.pipeline.trigger_tokens
-        if fixed < trigger:
-            return True
-        message = (
-            f"context management is off for agent {self.agent.name!r}: its system prompt and "
-            f"tools take {fixed:,} tokens, over the compaction trigger ({trigger:,}) of its "
-            f"{self.pipeline.window:,}-token window; AgentScope's own context handling runs "
-            "instead (a larger window or a shorter system prompt turns it back on)"
-        )
-        await self.bus.emit(ContextWarning(where="window", error=message))  # and to the log
-        self.detach()
-        return False
 
     def system_prompt(self, prompt: str) -> str:
         """``prompt`` with the ``Memory.md`` block after it (once), when long-term memory is

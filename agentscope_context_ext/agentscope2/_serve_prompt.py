@@ -43,7 +43,10 @@ class ServedPrompt:
     system: int
     """Tokens of the system prompt (with the service's session notice)."""
     tools: int
-    """Tokens of the tool schemas, this package's included."""
+    """Tokens of the tool schemas a session's first call is shown, this package's included."""
+    tools_most: int
+    """Tokens of every schema the agent may be shown (ours appear when of use: the dialog
+    tools once there is a dialog), what the check holds against the compaction point."""
     names: tuple[str, ...]
     """The tools, in the order the model sees them."""
     window: int
@@ -69,12 +72,12 @@ class ServedPrompt:
         Raises:
             `ConfigError`: In one line, with the figures and what to change.
         """
-        fixed = self.system + self.tools
+        fixed = self.system + self.tools_most
         if fixed <= self.trigger:
             return
         raise ConfigError(
-            f"{source}: the system prompt ({self.system:,} tokens) and the schemas of "
-            f"{len(self.names)} tools ({self.tools:,} tokens) take {fixed:,} tokens, over "
+            f"{source}: the system prompt ({self.system:,} tokens) and the tools' schemas "
+            f"({self.tools_most:,} tokens) take {fixed:,} tokens, over "
             f"the compaction point ({self.trigger:,}) of the {self.window:,}-token window: "
             "no room is left for the conversation. Offer fewer tools (tools: in the agent "
             "file), shorten the system prompt, or use a larger window "
@@ -123,10 +126,12 @@ async def measure_served_prompt(
             )
             manager = context.bind(agent)
             sys_prompt, schemas = await manager.prompt_parts()
+            first = manager.offered_tools(schemas)  # what a session's first call is shown
             return ServedPrompt(
                 system=await manager.port.count_system(sys_prompt),
-                tools=manager.counter.count_tools(schemas),
-                names=tuple(schema["function"]["name"] for schema in schemas),
+                tools=manager.counter.count_tools(first),
+                tools_most=manager.counter.count_tools(schemas),
+                names=tuple(schema["function"]["name"] for schema in first),
                 window=manager.max_input_tokens,
                 trigger=manager.pipeline.trigger_tokens,
                 builtins=builtins,

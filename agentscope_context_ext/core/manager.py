@@ -115,6 +115,8 @@ class ContextManager(ABC):
     """
 
     per_turn: bool = False
+    _admitted: bool | None = None
+    """What :meth:`admits` found (``None``: not looked yet)."""
 
     def __init__(
         self,
@@ -186,6 +188,10 @@ class ContextManager(ABC):
         """The system prompt and every tool schema of the agent now (the pipeline counts those
         the model is shown, :meth:`offered_tools`)."""
 
+    @abstractmethod
+    def detach(self) -> None:
+        """Undo what context management changed on the agent (its tools, hooks, memory)."""
+
     async def prepare_step(self) -> None:  # noqa: B027 - a hook, empty unless overridden
         """What the adapter's framework needs done before the pipeline's step (nothing here;
         2.x: its own image limit, which its compression would run and ours replaces)."""
@@ -220,10 +226,34 @@ class ContextManager(ABC):
         return tools
 
     async def admits(self, sys_prompt: str, tools: list[dict] | None) -> bool:
-        """Whether context management takes on an agent with this system prompt and these
-        tools (checked before each step; an adapter may decline an agent its window cannot
-        hold, and detach). Here: always."""
-        return True
+        """Whether the agent's own fixed part (its system prompt and its own tools) leaves
+        room under the compaction trigger; looked at once, at first use. When it does not,
+        nothing this package does can help: context management detaches, saying so once (a
+        ``warning``), and the agent runs as AgentScope runs it, never refused in the middle of
+        a reply AgentScope would run (design §4.3)."""
+        if self._admitted is not None:
+            return self._admitted
+        ours = self.pipeline.offered_tools.ours
+        own = [tool for tool in tools or [] if tool_name(tool) not in ours]
+        fixed = await self.port.count_system(sys_prompt) + self.counter.count_tools(own)
+        trigger = self.pipeline.trigger_tokens
+        self._admitted = fixed < trigger
+        if not self._admitted:
+            name = getattr(getattr(self, "agent", None), "name", "?")
+            await self.bus.emit(
+                ContextWarning(
+                    where="window",
+                    error=(
+                        f"context management is off for agent {name!r}: its system prompt and "
+                        f"tools take {fixed:,} tokens, over the compaction trigger "
+                        f"({trigger:,}) of its {self.pipeline.window:,}-token window; "
+                        "AgentScope's own context handling runs instead (a larger window or "
+                        "a shorter system prompt turns it back on)"
+                    ),
+                )
+            )
+            self.detach()
+        return self._admitted
 
     @portal
     async def before_model_call(self, forced: bool = False, instruction: str | None = None) -> bool:

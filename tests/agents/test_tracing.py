@@ -337,13 +337,14 @@ def test_a_refused_prompt_is_an_error_span(tmp_path: Path) -> None:
     with OtlpReceiver() as receiver:
         result = traced_run("refuse", receiver, tmp_path)
         spans = receiver.spans()
-    assert result["calls"] == 0 and "the system prompt" in result["refused"]
+    assert result["calls"] == 1 and "the messages" in result["refused"]
     (refusal,) = [s for s in spans if s.name == "context.refuse"]
     assert refusal.status == 2  # ERROR
     assert refusal.attributes["agentscope_context.window"] == 16384
     assert refusal.attributes["agentscope_context.tokens.prompt"] > 16384
-    assert refusal.attributes["agentscope_context.largest"] == "system"
-    assert not [s for s in spans if s.name.startswith("chat ")], "nothing was sent"
+    assert refusal.attributes["agentscope_context.largest"] == "messages"
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) == 1, "only the call before the result was sent"
 
 
 EXPORT_CHECKS = Path(__file__).parent.parent / "support" / "export_checks.py"

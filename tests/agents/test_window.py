@@ -1,7 +1,8 @@
 """Never over the window (issue 30), on the installed AgentScope major, with real agents.
 
 Parallel results of one step far over the window, a pasted message larger than the window, a
-system prompt larger than the window, the provider's own length error from a loopback
+system prompt larger than the window (handed back to AgentScope), an exempt result larger than
+the window (refused), the provider's own length error from a loopback
 OpenAI-protocol server, calibration from like calls only, and a caller that gives up while the
 summary model does not answer. Every prompt the model receives is counted exactly.
 """
@@ -209,17 +210,77 @@ async def test_a_pasted_message_larger_than_the_window_is_offloaded_and_read_bac
     assert seen["read"].splitlines()[0] in pasted and "Error" not in seen["read"][:10]
 
 
-async def test_a_system_prompt_larger_than_the_window_is_refused_before_any_call(workspace):
-    model = parallel(1)
+async def test_an_agent_whose_system_prompt_fills_the_window_is_handed_back(workspace):
+    """Its own system prompt is over the trigger: nothing of ours can help, so at first use
+    context management detaches, saying so once, and the agent runs as AgentScope runs it
+    (never refused in the middle of a reply AgentScope would run)."""
+    model = ScriptedChatModel(["hello back", "hello again"])
     run = Run(workspace, 8192, model, sys_prompt="You work. " + make_text(60 * 1024, 9))
+    assert await run.say("hello") == "hello back"
+    assert len(model.calls) == 1
+    (warning,) = run.events
+    assert warning.type == "warning" and warning.data["where"] == "window"
+    assert "context management is off for agent 'worker'" in warning.data["error"]
+    assert await run.say("again") == "hello again" and run.events == [warning], "said once"
+    assert not {"read_file", "memory_append"} & {
+        name for call in model.calls for name in tool_names(call)
+    }
+
+
+async def test_an_exempt_result_larger_than_the_window_is_refused_before_the_call(workspace):
+    """What is left when everything that can be offloaded was (here a result of a tool in
+    ``exempt_tools``) does not fit: the call is refused before the provider sees it."""
+    model = parallel(1)
+    run = Run(workspace, 8192, model, truncation={"exempt_tools": ["fetch"]})
     with pytest.raises(ContextOverflowError) as raised:
         await run.say("hello")
     error = raised.value
-    assert model.calls == [], "nothing was sent"
+    assert len(model.calls) == 1, "the call after the result was never sent"
     assert error.tokens > error.max_input_tokens == 8192
-    assert error.parts["system"] > 8192 and max(error.parts, key=error.parts.get) == "system"
-    assert "the system prompt" in str(error) and "nothing was sent" in str(error)
+    assert max(error.parts, key=error.parts.get) == "messages"
+    assert "nothing was sent" in str(error)
     assert run.types().count("error") == 1
+
+
+async def test_images_a_small_window_cannot_hold_are_saved_and_named(workspace):
+    """Five images in one user message, each counted ``media_token_cost`` (1,280), on a 4,096
+    window: the oldest go out as placeholders naming their saved copies until the prompt fits;
+    the call is made, not refused."""
+    import base64
+
+    images = [b"\x89PNG\r\n\x1a\n" + bytes([i]) * 300 for i in range(5)]
+    encoded = [base64.b64encode(data).decode() for data in images]
+    model = ScriptedChatModel(["seen"])
+    run = Run(workspace, 4096, model)
+    if V2:
+        from agentscope.message import Base64Source, DataBlock, TextBlock, UserMsg
+
+        content = [TextBlock(text="look at these")] + [
+            DataBlock(source=Base64Source(data=data, media_type="image/png")) for data in encoded
+        ]
+        await run.agent.reply(UserMsg("user", content))
+    else:
+        from agentscope.message import Msg
+
+        content = [{"type": "text", "text": "look at these"}] + [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": d}}
+            for d in encoded
+        ]
+        await run.agent(Msg("user", content, "user"))
+    (call,) = model.calls
+    assert prompt_tokens(model)[0] <= 4096
+    sent = json.dumps(call.messages)
+    kept = sum(sent.count(data) for data in encoded)
+    assert 0 < kept < 5, "the newest images stay, as many as fit"
+    offloaded = [e for e in run.events if e.type == "user_message_offloaded"]
+    assert offloaded and "context_overflow" not in run.types()
+    for path in offloaded[0].data["path"].split(", "):
+        assert (workspace / path).read_bytes() in images  # saved byte for byte
+    assert encoded[0] not in sent and "saved copy: tool_result/" in sent
+
+
+def tool_names(call: ModelCall) -> set[str]:
+    return {str((t.get("function") or t).get("name")) for t in call.tools or []}
 
 
 # -------------------------------------------------------- the provider's own length error

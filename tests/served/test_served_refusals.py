@@ -56,26 +56,48 @@ def errors_of(events: list[dict]) -> list[dict]:
     ]
 
 
+async def build_log() -> str:
+    """Print the whole build log."""
+    return "".join(f"step {i:05d}: compiled module_{i}.o\n" for i in range(20000))
+
+
+async def log_tools(user_id: str, agent_id: str, session_id: str) -> list:
+    from agentscope_context_ext.agentscope2 import as_tool
+
+    return [as_tool(build_log)]
+
+
 def test_an_overflow_in_a_served_turn_is_said_on_the_stream(tmp_path, service_log):
+    """A result of an exempt tool (never cut) over the window: nothing is left to offload, so
+    the call after it is refused, and the turn says why."""
     factory = context_middleware_factory(
-        {"max_input_tokens": 2048, "long_term_memory": {"enabled": False}}
+        {
+            "max_input_tokens": 16384,
+            "long_term_memory": {"enabled": False},
+            "truncation": {"exempt_tools": ["build_log"]},
+        }
     )
-    long_prompt = "You read files. " + "Check every line twice before answering. " * 400
+
+    def respond(request: dict) -> Reply:
+        return Reply(tool_calls=[("c1", "build_log", {})])
+
     with (
-        ModelServer("openai", lambda request: Reply(text="hello")) as model,
-        ServedApp(tmp_path / "app", extra_agent_middlewares=factory) as served,
+        ModelServer("openai", respond) as model,
+        ServedApp(
+            tmp_path / "app", extra_agent_middlewares=factory, extra_agent_tools=log_tools
+        ) as served,
     ):
         credential = served.create_credential(model.url)
-        agent = served.create_agent("reader", long_prompt)
+        agent = served.create_agent("reader", "You read build logs.")
         session = served.create_session(agent, credential)
-        events = served.chat(agent, session, "hello")
+        events = served.chat(agent, session, "why did the build fail?")
         stored = served.messages(agent, session)["messages"]
-    assert model.requests == []  # refused before any model call
+    assert len(model.requests) == 1  # the call after the result was refused before the model
     (error,) = errors_of(events)
     message = error["message"]
     assert error["error"] == "ContextOverflowError" and "\n" not in message
-    assert "over the 2,048-token window" in message and "system prompt" in message
-    assert error["parts"]["system"] > 2048  # the pipeline's own figures are in the same event
+    assert "over the 16,384-token window" in message and "the messages" in message
+    assert error["parts"]["messages"] > 16384  # the pipeline's own figures in the same event
     end = reply_end(events)
     assert end["finished_reason"] == "error"
     assert end["error"] == {"type": "invalid_request", "message": message}

@@ -338,6 +338,22 @@ class NeutralPort:
         self._messages[msg_id] = dataclasses.replace(msg, parts=tuple(parts))
         self._changed.add(msg_id)
 
+    def user_media(self, msg_id: str) -> list[tuple[str, Media]]:
+        msg = self._get(msg_id)
+        if msg.role != "user":
+            return []
+        return [(f"{msg_id}#{i}", part) for i, part in enumerate(msg.parts) if type(part) is Media]
+
+    def replace_user_media(self, msg_id: str, placeholders: Mapping[str, str]) -> None:
+        if not placeholders:
+            return
+        msg = self._get(msg_id)
+        parts = list(msg.parts)
+        for key, text in placeholders.items():
+            parts[int(key.rsplit("#", 1)[1])] = Text(text)
+        self._messages[msg_id] = dataclasses.replace(msg, parts=tuple(parts))
+        self._changed.add(msg_id)
+
     def one_step(self) -> contextlib.nullcontext[None]:
         return contextlib.nullcontext()
 
@@ -458,6 +474,10 @@ class NeutralManager(ContextManager):
 
     def _show(self, text: str | None) -> None:
         self.memory_text = text
+
+    def detach(self) -> None:
+        self.detached = True
+        self.close_long_term()
 
     async def prompt_parts(self) -> tuple[str, list[dict]]:
         sys_prompt = self.system_prompt

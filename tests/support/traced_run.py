@@ -12,7 +12,7 @@ Scenarios:
 - ``off``: the session with no ``trace_to`` (``OTEL_EXPORTER_OTLP_ENDPOINT`` may be set);
 - ``overflow``: the session, with the provider rejecting the sixth agent call for its length
   once (recovered: compacted and sent again);
-- ``refuse``: a system prompt larger than the window (refused before any call);
+- ``refuse``: an exempt tool's result larger than the window (the call after it refused);
 - ``compact_now``: a short reply, then ``manager.compact_now()`` between replies.
 
 Prints JSON: the manager's stats, the tools of every agent model call, the session id.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness_common import make_text, session_plan
+from harness_common import session_plan
 from installed_harness import (
     is_agent_call,
     managed,
@@ -105,13 +105,17 @@ async def main(scenario: str, url: str, out: Path) -> dict:
             rejecting_once(session_responder(session_plan(24, [30, 150, 60])))
         )
     if scenario == "refuse":
-        agent = managed(model, config(out), system_prompt="You work. " + make_text(200 * 1024, 3))
+        # a result of an exempt tool, never cut, over the window: nothing left to offload
+        model = scripted_session(session_plan(2, [150]))
+        settings = config(out)
+        settings["truncation"] = {**settings["truncation"], "exempt_tools": ["fetch"]}
+        agent = managed(model, settings)
         try:
             await agent.ask(ask)
         except ContextOverflowError as exc:
             refused = str(exc)
         else:
-            raise AssertionError("a system prompt over the window was not refused")
+            raise AssertionError("a prompt over the window was not refused")
         if export is not None:
             assert export.flush()
         return {"refused": refused, "calls": len(model.calls)}

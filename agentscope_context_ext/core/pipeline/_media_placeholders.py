@@ -1,5 +1,6 @@
-"""Old media blocks of a tool result replaced by placeholders naming their saved copies (design
-§3.3, stage two): a block leaves the context only once it is on disk.
+"""Media blocks replaced by placeholders naming their saved copies: an old tool result's (design
+§3.3, stage two) and, as the last resort before the window, a user message's (§4.3). A block
+leaves the context only once it is on disk.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ..workspace import ToolResultStore
 from ._faults import SaveFaults
 from ._slots import ResultSlot
 
-__all__ = ["replace_media"]
+__all__ = ["media_placeholder", "replace_media"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -24,13 +25,17 @@ def replace_media(
     """Each media block as a placeholder naming its saved copy; a block that cannot be
     saved stays as it is (nothing leaves the context before it is on disk)."""
     replaced = tuple(
-        _placeholder(media, f"{slot.call_id}#media{index}", store, faults)
+        media_placeholder(media, f"{slot.call_id}#media{index}", store, faults)
         for index, media in enumerate(slot.media)
     )
     return replaced, sum(1 for item in replaced if isinstance(item, str))
 
 
-def _placeholder(media: Media, key: str, store: ToolResultStore, faults: SaveFaults) -> Media | str:
+def media_placeholder(
+    media: Media, key: str, store: ToolResultStore, faults: SaveFaults
+) -> Media | str:
+    """The placeholder text naming ``media``'s saved copy (its URL for a URL block), or
+    ``media`` itself when it cannot be saved (a fault recorded under ``key``)."""
     if media.data is None:
         return f"[{media.kind} removed from the context to save tokens; source: {media.url}]"
     data = media.data.split(",", 1)[1] if media.data.startswith("data:") else media.data

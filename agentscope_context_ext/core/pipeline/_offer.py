@@ -11,7 +11,7 @@ Every schema costs every prompt. So of this package's tools (the agent's own are
   ``Memory.md``, ``memory_read`` while the prompt shows the whole file) are left out;
 - what is left is shown in :data:`OFFER_ORDER` as long as it fits in :data:`TOOLS_SHARE` of
   the window: an agent on a small window pays nothing for tools it has no room to use (said
-  once in the log).
+  once in the log, at INFO).
 
 They all stay registered: a call made anyway is answered. Every count of the pipeline goes
 through :class:`ToolOffer`, so a count already holds the tools the next call will carry.
@@ -117,7 +117,7 @@ class ToolOffer:
                 budget -= cost
         if no_room and frozenset(no_room) != self._said:
             self._said = frozenset(no_room)
-            logger.warning(
+            logger.info(
                 "the %s-token window leaves no room for %s: not offered to the model "
                 "(this package's tools take at most %d%% of the window)",
                 f"{self.window.tokens:,}",

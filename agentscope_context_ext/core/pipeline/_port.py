@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ..messages import Message
+from ..messages import Media, Message
 from ..summary import CompactSummary
 from ._slots import ResultChange, ResultSlot, TextSlot
 
@@ -68,6 +68,16 @@ class ContextPort(Protocol):
         self, msg_id: str, slots: Sequence[TextSlot], changes: Mapping[str, str]
     ) -> None:
         """Write back the slots' records and replace text parts (by slot key); it counts as
+        changed."""
+        ...
+
+    def user_media(self, msg_id: str) -> list[tuple[str, Media]]:
+        """The images, audio and video of a user's message, each with its key (``[]`` for any
+        other message)."""
+        ...
+
+    def replace_user_media(self, msg_id: str, placeholders: Mapping[str, str]) -> None:
+        """Replace media of a user's message (by key) with placeholder texts; it counts as
         changed."""
         ...
 

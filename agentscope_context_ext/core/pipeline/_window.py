@@ -35,8 +35,10 @@ from ..events import (
     ToolResultRetruncated,
     UserMessageOffloaded,
 )
+from ..workspace import saved_paths
 from ._compaction import cut_item
 from ._cut import valid_boundaries
+from ._media_placeholders import media_placeholder
 from ._port import ContextPort
 from ._slots import ResultChange, TextSlot, outcome_data
 from ._stage_two import StageTwo
@@ -107,6 +109,8 @@ class WindowGuard:
             count = await self._results_to_notices(sys_prompt, tools, count, trigger)
         if count.total > window:
             count = await self._offload_user_texts(sys_prompt, tools, count, window)
+        if count.total > window:
+            count = await self._offload_user_media(sys_prompt, tools, count, window)
         return count
 
     async def check(
@@ -239,6 +243,44 @@ class WindowGuard:
                     bytes_before=outcome.bytes_before,
                     bytes_after=outcome.bytes_after,
                     tokens_saved=max(0, outcome.tokens_before - outcome.tokens_after),
+                )
+            )
+            count = await self.count(sys_prompt, tools)
+            if count.total <= target:
+                break
+        return count
+
+    async def _offload_user_media(
+        self, sys_prompt: str, tools: list[dict] | None, count: PromptCount, target: int
+    ) -> PromptCount:
+        """The images, audio and video of the user's messages as placeholders naming their
+        saved copies, the oldest first, until the count is at most ``target`` (each counts
+        ``media_token_cost``: five images of a 4k window's user message are over it)."""
+        port, truncator = self.port, self.truncator
+        cost = truncator.counter.media_token_cost
+        for msg_id in port.message_ids():
+            media = port.user_media(msg_id)
+            if not media:
+                continue
+            needed = count.total - target
+            placeholders: dict[str, str] = {}
+            for key, block in media:
+                if needed <= 0:
+                    break
+                text = media_placeholder(block, key, truncator.store, truncator.faults)
+                if isinstance(text, str):
+                    placeholders[key] = text
+                    needed -= cost
+            if not placeholders:
+                continue
+            port.replace_user_media(msg_id, placeholders)
+            await self.bus.emit(
+                UserMessageOffloaded(
+                    message_id=msg_id,
+                    path=", ".join(sorted(saved_paths(" ".join(placeholders.values())))),
+                    bytes_before=sum(len(b.data or b.url or "") for _, b in media),
+                    bytes_after=sum(len(t) for t in placeholders.values()),
+                    tokens_saved=cost * len(placeholders),
                 )
             )
             count = await self.count(sys_prompt, tools)
