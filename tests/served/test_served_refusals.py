@@ -8,9 +8,11 @@ A real ``create_app`` served by uvicorn on loopback (``served_app.ServedApp``), 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import pytest
+from crashing_server import CrashingServer, dead_url
 from llm_servers import ModelServer, Reply
 from served_app import (
     ServedApp,
@@ -111,18 +113,29 @@ def test_a_workspace_that_cannot_be_written_is_said_on_the_stream(tmp_path, serv
     assert not [record for record in service_log if record.exc_info]
 
 
-def test_a_model_server_that_is_down_is_one_line_on_serves_terminal(tmp_path):
-    spec = agent_file(tmp_path)  # its model at a port nobody listens on
-    served = ServeProcess(serve_options(tmp_path, spec), tmp_path)
-    try:
-        session = served.new_session()
-        served.chat(session, "hello")
-        stored = served.replies(
-            session, lambda messages: any(m["role"] == "assistant" for m in messages), 120
-        )
-    finally:
-        stderr = served.stop()
-    assert stored[-1]["error"]["type"] == "connection"
+@pytest.mark.parametrize("crash", [False, True], ids=["not-running", "crashing"])
+def test_a_model_server_that_is_down_is_one_line_naming_its_url(tmp_path, crash):
+    """Not running, or its process crashing mid-answer: the reply's end (stored with it)
+    says ``cannot reach the model at URL: ...`` with the agent file's URL, and serve's
+    terminal says it once, no traceback. Before, the client got the service's "Could not reach
+    the model service — network error or timeout." and the terminal the error's class only."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(CrashingServer("before")).url if crash else dead_url()
+        spec = agent_file(tmp_path, url)
+        served = ServeProcess(serve_options(tmp_path, spec), tmp_path)
+        try:
+            session = served.new_session()
+            served.chat(session, "hello")
+            stored = served.replies(
+                session, lambda messages: any(m["role"] == "assistant" for m in messages), 120
+            )
+        finally:
+            stderr = served.stop()
+    error = stored[-1]["error"]
+    assert error["type"] == "connection"
+    assert error["message"].startswith(f"cannot reach the model at {url}: "), error
+    if not crash:
+        assert error["message"].endswith(": connection refused"), error
     assert "Traceback" not in stderr
-    (line,) = [line for line in stderr.splitlines() if "Reply failed" in line]
-    assert "APIConnectionError" in line
+    (line,) = [line for line in stderr.splitlines() if "cannot reach the model" in line]
+    assert f"reply failed: {error['message']}" in line
