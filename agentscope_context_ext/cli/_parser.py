@@ -79,14 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
         "replay",
         help="replay a transcript through the hooks and report",
         description="Replay a transcript (AgentScope dialog JSONL, OpenAI message lists such as "
-        "tau-bench, Claude Code JSONL, SWE-agent .traj) step by step through the same hooks, "
-        "with extractive compaction summaries, and report what the model would have seen.",
+        'tau-bench, OpenAI-format JSONL with one {"messages": [...]} conversation a line, '
+        "Claude Code JSONL, SWE-agent .traj) step by step through the same hooks, with "
+        "extractive compaction summaries, and report what the model would have seen. A file of "
+        "many conversations replays each on its own, in order; the report adds them up.",
     )
     replay.add_argument("transcript", type=Path, help="the transcript file")
     replay.add_argument(
         "--format",
         default="auto",
         choices=["auto", "agentscope", "openai", "claude-code", "swe-agent"],
+        help="the transcript's format (auto: found from the extension and the first record)",
     )
     replay.add_argument("--max-input-tokens", type=int, help="the window to replay with")
     _config_argument(replay)
