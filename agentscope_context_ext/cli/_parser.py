@@ -29,10 +29,15 @@ def _config_argument(command: argparse.ArgumentParser, help: str = "YAML/JSON co
     command.add_argument("--config", type=Path, help=help)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(agent: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``agentscope-context`` and every command (what the CLI reference is
-    generated from)."""
-    agent = agent_class_name()
+    generated from).
+
+    Args:
+        agent (`str | None`): What the help calls the agent; ``None``: the installed
+            AgentScope's class (``Agent``, 1.x ``ReActAgent``).
+    """
+    agent = agent or agent_class_name()
     parser = ArgumentParser(
         prog="agentscope-context",
         description="Context management for AgentScope agents: truncation, compaction, memory.",
@@ -89,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         default="auto",
         choices=["auto", "agentscope", "openai", "claude-code", "swe-agent"],
-        help="the transcript's format (auto: found from the extension and the first record)",
+        help="the transcript's format; auto finds it from the extension and the first record",
     )
     replay.add_argument("--max-input-tokens", type=int, help="the window to replay with")
     _config_argument(replay)
