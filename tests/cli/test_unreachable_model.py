@@ -19,6 +19,7 @@ from harness_common import make_text
 from agentscope_context_ext import LongTermMemory
 from agentscope_context_ext.cli import main
 from agentscope_context_ext.compat import agentscope_major
+from agentscope_context_ext.core.longterm import read_state
 from agentscope_context_ext.core.model_servers import unreachable
 
 
@@ -109,7 +110,9 @@ def test_consolidate_with_no_server_exits_2_naming_the_url(tmp_path: Path, capsy
     assert _one_line(capsys) == (
         f"agentscope-context consolidate: cannot reach the model at {url}: connection refused"
     )
-    assert LongTermMemory(workspace).daily_notes(), "the notes wait for the next consolidation"
+    memory = LongTermMemory(workspace)
+    pending = memory.daily_notes(since=read_state(memory).get("last_note_day"))
+    assert list(pending) == ["2026-12-01"], "the notes wait for the next consolidation"
 
 
 def test_consolidate_with_a_server_that_crashes_exits_2(tmp_path: Path, capsys) -> None:
