@@ -271,6 +271,8 @@ def unreachable(exc: BaseException, base_url: str | None = None) -> str | None:
 def _shown_url(url: str) -> str:
     """``url`` without a password or query (a key may sit there)."""
     parts = urlsplit(url)
+    if not parts.netloc:  # no scheme (an Ollama host as "localhost:11434"): as written
+        return url.split("?", 1)[0].rsplit("@", 1)[-1]
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
@@ -278,7 +280,7 @@ def _shown_url(url: str) -> str:
         port = f":{parts.port}" if parts.port else ""
     except ValueError:
         port = ""
-    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else url
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _request_url(chain: list[BaseException]) -> str | None:

@@ -142,8 +142,13 @@ def test_the_line_names_no_password_or_query() -> None:
         socket.create_connection(("127.0.0.1", int(dead_url("").rsplit(":", 1)[1])), timeout=5)
     except OSError as exc:
         error = exc
-    line = unreachable(error, "http://user:secret@127.0.0.1:8080/v1?key=secret")
-    assert line == "cannot reach the model at http://127.0.0.1:8080/v1: connection refused"
+    refused = ": connection refused"
+    for given, shown in (
+        ("http://user:secret@127.0.0.1:8080/v1?key=secret", "http://127.0.0.1:8080/v1"),
+        ("http://[::1]:8080/v1", "http://[::1]:8080/v1"),
+        ("user:secret@localhost:11434", "localhost:11434"),  # an Ollama host, no scheme
+    ):
+        assert unreachable(error, given) == f"cannot reach the model at {shown}{refused}"
 
 
 def test_an_error_of_ours_or_a_closed_output_is_not_a_connection_failure() -> None:

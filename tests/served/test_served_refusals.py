@@ -139,3 +139,26 @@ def test_a_model_server_that_is_down_is_one_line_naming_its_url(tmp_path, crash)
     assert "Traceback" not in stderr
     (line,) = [line for line in stderr.splitlines() if "cannot reach the model" in line]
     assert f"reply failed: {error['message']}" in line
+
+
+@pytest.mark.parametrize("when", ["before", "mid-stream"])
+async def test_serves_model_names_its_url_when_the_server_crashes(when):
+    """The served model's own call, streamed: a crash before the answer or in the middle of
+    its stream is ``ModelUnreachable`` with the agent file's URL (what ends the turn above)."""
+    from agentscope.message import UserMsg
+
+    from agentscope_context_ext.agentscope2._served_model import served_model
+    from agentscope_context_ext.core.agent_file import ModelSettings, ModelUnreachable
+
+    with CrashingServer(when) as server:  # type: ignore[arg-type]
+        settings = ModelSettings(
+            provider="openai-compatible", model="m", base_url=server.url, stream=True
+        )
+        model = served_model(settings)
+        model.max_retries = 0
+        with pytest.raises(ModelUnreachable) as raised:
+            response = await model([UserMsg("user", "hello")])
+            async for _ in response:
+                pass
+    assert str(raised.value).startswith(f"cannot reach the model at {server.url}: ")
+    assert raised.value.__cause__ is not None  # the client's error stays underneath
