@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import posixpath
 import re
-import sys
 import types
 import typing
 from collections.abc import Callable
@@ -365,4 +364,3 @@ if __name__ == "__main__":
         print(f"wrote {path}")
     if not written:
         print("the generated parts of the docs are up to date")
-    sys.exit(0)
