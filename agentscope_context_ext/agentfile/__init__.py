@@ -15,7 +15,8 @@ __all__ = ["MODEL_APIS", "ModelUnavailable", "build_agent", "build_model", "expl
 
 def explain_model_failure(exc: BaseException, settings: ModelSettings | None) -> str | None:
     """One line on why a call to the model ``settings`` describe failed with ``exc``: the
-    server does not speak the provider's API (it is asked once), or it answered an HTTP error;
-    ``None`` for any other failure. Blocking: from async code, run it in a thread."""
+    server cannot be reached (the line names its URL), does not speak the provider's API (it
+    is asked once), or answered an HTTP error; ``None`` for any other failure. Blocking: from
+    async code, run it in a thread."""
     api = MODEL_APIS.get(settings.provider) if settings is not None else None
     return _explain(exc, settings, api)

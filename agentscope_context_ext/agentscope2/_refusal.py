@@ -27,6 +27,7 @@ from agentscope.event import (
 from agentscope.middleware import MiddlewareBase
 from agentscope.types import ErrorInfo, ErrorType
 
+from ..core.agent_file import ModelUnreachable
 from ..core.errors import ConfigError, ContextExtError, ContextOverflowError
 
 __all__ = ["ERROR_EVENT", "RefusedTurn", "one_line", "refusal"]
@@ -46,6 +47,8 @@ def _error_type(error: ContextExtError) -> ErrorType:
     """2.x's classification of a refusal, for clients that go by ``error.type``."""
     if isinstance(error, ContextOverflowError):
         return ErrorType.INVALID_REQUEST  # the request could not be made
+    if isinstance(error, ModelUnreachable):
+        return ErrorType.CONNECTION
     if isinstance(error, ConfigError):
         return ErrorType.SETUP
     return ErrorType.INTERNAL
@@ -70,7 +73,8 @@ def refusal(
     """
     message = one_line(error)
     session_id = str(getattr(agent.state, "session_id", "") or "")
-    logger.warning("session %s: reply refused: %s", session_id or "?", message)
+    what = "failed" if isinstance(error, ModelUnreachable) else "refused"
+    logger.warning("session %s: reply %s: %s", session_id or "?", what, message)
     described = {"error": type(error).__name__, "message": message}
     events: list[EventBase] = []
     if reply_id is None:

@@ -12,9 +12,9 @@ traceback; so does everything with ``-v``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 from ..core.errors import ContextExtError
+from ..core.model_servers import connection_failure, error_chain
 from ._refusal import one_line
 
 __all__ = ["AGENTSCOPE_LOGGER", "OneLineFailures", "expected_failure"]
@@ -22,38 +22,16 @@ __all__ = ["AGENTSCOPE_LOGGER", "OneLineFailures", "expected_failure"]
 AGENTSCOPE_LOGGER = "as"
 """The name of AgentScope 2.x's logger (``agentscope._logging``)."""
 
-# Matched by name so no provider client needs importing (the clients wrap these).
-_NETWORK_ERRORS = frozenset(
-    {
-        "APIConnectionError",  # openai, anthropic
-        "APITimeoutError",
-        "TransportError",  # httpx: connect, read, write, pool errors
-        "ClientConnectionError",  # aiohttp (dashscope)
-        "ConnectError",  # ollama's httpx
-    }
-)
-
-
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
 
 def expected_failure(error: BaseException) -> bool:
     """Whether ``error`` (or what it wraps) is a failure a served turn can expect: a refusal
     of ours, a network error or time-out, or an HTTP error answer of the model's server."""
-    for exc in _chain(error):
-        if isinstance(exc, (ContextExtError, TimeoutError, ConnectionError)):
-            return True
-        if any(cls.__name__ in _NETWORK_ERRORS for cls in type(exc).__mro__):
-            return True
-        if isinstance(getattr(exc, "status_code", None), int):
-            return True
-    return False
+    if connection_failure(error):
+        return True
+    return any(
+        isinstance(exc, ContextExtError) or isinstance(getattr(exc, "status_code", None), int)
+        for exc in error_chain(error)
+    )
 
 
 class OneLineFailures(logging.Filter):

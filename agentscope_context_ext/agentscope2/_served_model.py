@@ -9,11 +9,16 @@ file's ``model:`` section, and whose model class takes the file's settings from 
 :func:`model_arguments`, as ``chat`` does: ``options`` (over the session's own parameters: the
 file's win, a session adds only those the file leaves unset), ``stream`` and ``compat``. Every
 session made with that credential gets them, whatever parameters it carries; the model name
-is the session's.
+is the session's. A call whose server cannot be reached (refused, reset, gone mid-answer) raises
+:class:`ModelUnreachable` naming the file's ``base_url``: the turn's stream says it (a refusal,
+``_refusal.py``) instead of the service's "Could not reach the model service".
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any, Literal
 
 from agentscope.credential import (
@@ -32,9 +37,10 @@ from agentscope.model import (
 )
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.agent_file import LOCAL_KEY, ModelSettings, ModelUnavailable
+from ..core.agent_file import LOCAL_KEY, ModelSettings, ModelUnavailable, ModelUnreachable
 from ..core.errors import ConfigError
 from ..core.installation import client_install_command
+from ..core.model_servers import unreachable
 from ._agent_file import model_arguments
 from ._openai_compatible import OpenAICompatibleModel
 
@@ -66,6 +72,30 @@ class AgentFileModel:
         settings: ModelSettings = credential.agent_file
         arguments = model_arguments(settings, type(self), parameters)  # type: ignore[arg-type]
         super().__init__(credential=credential, model=model, **{**kwargs, **arguments})  # type: ignore[call-arg]
+        self.agent_file_url = settings.base_url
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """AgentScope's call (its retries included); a server that cannot be reached, before
+        or during a streamed answer, is :class:`ModelUnreachable`."""
+        with self._named_server():
+            response = await super().__call__(*args, **kwargs)  # type: ignore[misc]
+        return self._relay(response) if inspect.isasyncgen(response) else response
+
+    async def _relay(self, chunks: AsyncGenerator) -> AsyncGenerator[Any, None]:
+        async with contextlib.aclosing(chunks):
+            with self._named_server():
+                async for chunk in chunks:
+                    yield chunk
+
+    @contextlib.contextmanager
+    def _named_server(self) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            line = unreachable(exc, self.agent_file_url)
+            if line is None:
+                raise
+            raise ModelUnreachable(line) from exc
 
 
 class ServedOpenAIChatModel(AgentFileModel, OpenAIChatModel):

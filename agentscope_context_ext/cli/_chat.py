@@ -19,10 +19,6 @@ EXIT_WORDS = {"exit", "quit", "/exit", "/quit"}
 SYSTEM_PROMPT = "You are a helpful assistant. Use your tools when they help."
 
 
-class ModelUnreachable(RuntimeError):
-    """The model's server refused or dropped the connection."""
-
-
 class EmptyAnswer(RuntimeError):
     """The model answered one message or more with nothing (a server once ended a streamed
     tool call empty after HTTP 200; the ``openai-compatible`` model now asks again
@@ -50,9 +46,8 @@ def run_chat(
     the installed AgentScope's (its adapter's ``ManagedAgent``).
 
     Raises:
-        `ModelUnreachable`: The model's server does not answer.
-        `ModelUnavailable`: The server does not speak the provider's API, or answered an HTTP
-            error (one line each).
+        `ModelUnavailable`: The model's server cannot be reached (the line names its URL),
+            does not speak the provider's API, or answered an HTTP error (one line each).
         `EmptyAnswer`: The agent answered a message with nothing; each such answer is a line on
             stderr as it happens, and the chat goes on to the end first.
     """
@@ -166,8 +161,6 @@ def run_chat(
             try:
                 answer = await chat.ask(text)
             except Exception as exc:
-                if _is_connection_error(exc):
-                    raise ModelUnreachable(_describe(exc, agent)) from None
                 problem = await asyncio.to_thread(explain_model_failure, exc, settings)
                 if problem:
                     raise ModelUnavailable(problem) from None
@@ -209,31 +202,6 @@ def _is_terminal(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    """Refused, reset or timed out, whichever client raised it (openai, httpx, ollama)."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        name = type(exc).__name__
-        if isinstance(exc, ConnectionError) or name in (
-            "APIConnectionError",
-            "APITimeoutError",
-            "ConnectError",
-            "ConnectTimeout",
-            "ReadTimeout",
-            "RemoteProtocolError",
-        ):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def _describe(exc: BaseException, agent: Any) -> str:
-    model = _model_label(agent)
-    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-    return f"cannot reach {model}: {reason}"
 
 
 def _model_label(agent: Any) -> str:

@@ -222,7 +222,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from ._chat import EmptyAnswer, ModelUnreachable, run_chat
+    from ._chat import EmptyAnswer, run_chat
     from ._models import MODEL_ENV_VARS, NoModelError
 
     if args.agent is not None and args.config is not None:
@@ -248,8 +248,6 @@ def cmd_chat(args: argparse.Namespace) -> int:
         raise BadInput(
             f"chat needs a model: --agent FILE, or set {' or '.join(MODEL_ENV_VARS)}"
         ) from None
-    except ModelUnreachable as exc:
-        raise BadInput(str(exc)) from None
     except EmptyAnswer as exc:  # the server's doing, not the user's: exit 1
         print(f"agentscope-context chat: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -29,10 +29,15 @@ def _config_argument(command: argparse.ArgumentParser, help: str = "YAML/JSON co
     command.add_argument("--config", type=Path, help=help)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(agent: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``agentscope-context`` and every command (what the CLI reference is
-    generated from)."""
-    agent = agent_class_name()
+    generated from).
+
+    Args:
+        agent (`str | None`): What the help calls the agent; ``None``: the installed
+            AgentScope's class (``Agent``, 1.x ``ReActAgent``).
+    """
+    agent = agent or agent_class_name()
     parser = ArgumentParser(
         prog="agentscope-context",
         description="Context management for AgentScope agents: truncation, compaction, memory.",
@@ -79,14 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
         "replay",
         help="replay a transcript through the hooks and report",
         description="Replay a transcript (AgentScope dialog JSONL, OpenAI message lists such as "
-        "tau-bench, Claude Code JSONL, SWE-agent .traj) step by step through the same hooks, "
-        "with extractive compaction summaries, and report what the model would have seen.",
+        'tau-bench, OpenAI-format JSONL with one {"messages": [...]} conversation a line, '
+        "Claude Code JSONL, SWE-agent .traj) step by step through the same hooks, with "
+        "extractive compaction summaries, and report what the model would have seen. A file of "
+        "many conversations replays each on its own, in order; the report adds them up.",
     )
     replay.add_argument("transcript", type=Path, help="the transcript file")
     replay.add_argument(
         "--format",
         default="auto",
         choices=["auto", "agentscope", "openai", "claude-code", "swe-agent"],
+        help="the transcript's format; auto finds it from the extension and the first record",
     )
     replay.add_argument("--max-input-tokens", type=int, help="the window to replay with")
     _config_argument(replay)

@@ -51,6 +51,7 @@ __all__ = [
     "AgentFile",
     "ModelSettings",
     "ModelUnavailable",
+    "ModelUnreachable",
     "OpenAICompatibility",
     "ToolSettings",
     "explorer_context",
@@ -255,6 +256,11 @@ LOCAL_KEY = "no-key"
 
 class ModelUnavailable(ConfigError):
     """The model cannot be used as configured (a missing key, a client not installed)."""
+
+
+class ModelUnreachable(ModelUnavailable):
+    """The model's server cannot be reached (refused, reset, timed out, gone mid-answer); the
+    message names its URL (``cannot reach the model at URL: connection refused``)."""
 
 
 def explorer_context(spec: AgentFile) -> tuple[list[Path], ContextConfig]:

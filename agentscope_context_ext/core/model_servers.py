@@ -1,5 +1,6 @@
-"""Why a model call failed, in one line: the server an agent file names does not speak the
-provider's API, or it answered with an HTTP error.
+"""Why a model call failed, in one line: the model's server cannot be reached (refused, reset,
+timed out, gone mid-answer: the line names its URL), the server an agent file names does not
+speak the provider's API, or it answered with an HTTP error.
 
 Each client fails its own way when the server speaks another protocol: the ``ollama`` client
 raises ``JSONDecodeError`` on an HTML page, the ``openai`` client hands AgentScope a string
@@ -11,15 +12,17 @@ request of the API it should speak, and says what came back.
 from __future__ import annotations
 
 import json
+import os
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from .agent_file import ModelSettings
+from .errors import ContextExtError
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
@@ -27,8 +30,11 @@ __all__ = [
     "OLLAMA_CHAT",
     "OPENAI_CHAT",
     "ModelApi",
+    "connection_failure",
+    "error_chain",
     "explain_model_failure",
     "server_mismatch",
+    "unreachable",
 ]
 
 PROBE_TIMEOUT_SECONDS = 10.0
@@ -104,16 +110,20 @@ DASHSCOPE_GENERATION = ModelApi(
 def explain_model_failure(
     exc: BaseException, settings: ModelSettings | None, api: ModelApi | None
 ) -> str | None:
-    """One line on why a call to the model failed with ``exc``, or ``None`` when it is neither
-    of the two below (a connection error, or a bug, is the caller's to report).
+    """One line on why a call to the model failed with ``exc``, or ``None`` when it is none
+    of the three below (a bug is the caller's to report).
 
-    1. The server at ``settings.base_url`` does not speak ``api``: the probe's answer, and what
+    1. The server cannot be reached (:func:`unreachable`): its URL and why.
+    2. The server at ``settings.base_url`` does not speak ``api``: the probe's answer, and what
        to check. Asked only when the agent file names a server.
-    2. The server answered an HTTP error (a client exception with a ``status_code``): its
+    3. The server answered an HTTP error (a client exception with a ``status_code``): its
        status and what it said, e.g. a local server refusing a request shape.
 
     Blocking (up to :data:`PROBE_TIMEOUT_SECONDS`); from async code, run it in a thread.
     """
+    gone = unreachable(exc, settings.base_url if settings is not None else None)
+    if gone is not None:
+        return gone
     if settings is not None and settings.base_url and api is not None:
         mismatch = server_mismatch(settings, api)
         if mismatch:
@@ -171,10 +181,7 @@ def _describe(kind: str, data: bytes) -> str:
 
 def _http_error(exc: BaseException, settings: ModelSettings | None) -> str | None:
     """The HTTP error the client raised ``exc`` for (found on it or what it was raised from)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in error_chain(exc):
         status = getattr(current, "status_code", None)
         if isinstance(status, int) and status >= 400:
             reason = " ".join(str(current).split())[:300] or type(current).__name__
@@ -182,7 +189,6 @@ def _http_error(exc: BaseException, settings: ModelSettings | None) -> str | Non
             return (
                 f"the model server{where} answered HTTP {status}: {reason}{_hint(status, settings)}"
             )
-        current = current.__cause__ or current.__context__
     return None
 
 
@@ -195,3 +201,126 @@ def _hint(status: int, settings: ModelSettings | None) -> str:
         " (a server that takes only string content, such as llama-cpp-python's, needs "
         "model.compat.string_content: true, the default)"
     )
+
+
+# -- a server that cannot be reached ---------------------------------------------------------
+
+_NETWORK_ERRORS = frozenset(
+    {
+        "APIConnectionError",  # openai, anthropic (APITimeoutError is one)
+        "TransportError",  # httpx: connect, read, write, protocol errors and time-outs
+        "ConnectError",  # httpcore, under httpx
+        "ReadError",
+        "RemoteProtocolError",
+        "ClientConnectionError",  # aiohttp (dashscope): ClientConnectorError is one
+        "ServerDisconnectedError",
+        "ConnectionError",  # requests (dashscope's synchronous calls), besides the builtin
+        "ConnectTimeout",
+        "ReadTimeout",
+    }
+)
+"""Connection failures by class name (in the class's MRO), so no client needs importing."""
+_API_PATHS = ("/chat/completions", "/api/chat", "/v1/messages", "/messages")
+"""What a client adds to the base URL it was given (stripped to name the server as set)."""
+
+
+def error_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then what it was raised from or during, once each; the members of an
+    exception group too (an async client fails inside a task group)."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current: BaseException | None = pending.pop()
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            yield current
+            if isinstance(current, BaseExceptionGroup):
+                pending.extend(reversed(current.exceptions))
+            current = current.__cause__ or current.__context__
+
+
+def connection_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the model's server refusing, resetting or dropping the connection, or
+    not answering in time, whichever client raised it (openai, anthropic, httpx, ollama,
+    aiohttp). An error of this package's (a Redis workspace that is down is one) is not, nor is
+    a closed standard output (``BrokenPipeError``)."""
+    for current in error_chain(exc):
+        if isinstance(current, ContextExtError | BrokenPipeError):
+            return False
+        if isinstance(current, ConnectionError | TimeoutError):
+            return True
+        if any(cls.__name__ in _NETWORK_ERRORS for cls in type(current).__mro__):
+            return True
+    return False
+
+
+def unreachable(exc: BaseException, base_url: str | None = None) -> str | None:
+    """``cannot reach the model at URL: REASON`` when ``exc`` is a connection failure
+    (:func:`connection_failure`), else ``None``. The URL is ``base_url`` (the agent file's), else
+    the one the failed request went to, without the API's path; ``REASON`` the system's words
+    (``connection refused``), else the client's (``server disconnected without sending a
+    response``)."""
+    if not connection_failure(exc):
+        return None
+    chain = list(error_chain(exc))
+    url = _shown_url(base_url) if base_url else _request_url(chain)
+    where = f" at {url}" if url else ""
+    return f"cannot reach the model{where}: {_reason(chain)}"
+
+
+def _shown_url(url: str) -> str:
+    """``url`` without a password or query (a key may sit there)."""
+    parts = urlsplit(url)
+    if not parts.netloc:  # no scheme (an Ollama host as "localhost:11434"): as written
+        return url.split("?", 1)[0].rsplit("@", 1)[-1]
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _request_url(chain: list[BaseException]) -> str | None:
+    """The URL the failed request went to, found on the exceptions (httpx's and the clients'
+    ``request``, aiohttp's ``host``/``port``), without the API's path."""
+    for current in chain:
+        try:
+            request = getattr(current, "request", None)
+        except Exception:  # noqa: BLE001 - httpx raises RuntimeError when it was never set
+            request = None
+        url = getattr(request, "url", None)
+        if url is not None:
+            shown = _shown_url(str(url))
+            for path in _API_PATHS:
+                if shown.endswith(path):
+                    return shown[: -len(path)]
+            return shown
+        host, port = getattr(current, "host", None), getattr(current, "port", None)
+        if isinstance(host, str) and isinstance(port, int):
+            return f"{host}:{port}"
+    return None
+
+
+def _reason(chain: list[BaseException]) -> str:
+    """Why, in a few words: the system's words for the deepest error number, else a time-out,
+    else the deepest message the clients gave."""
+    for current in reversed(chain):
+        number = getattr(current, "errno", None)
+        if isinstance(number, int) and number > 0:
+            return os.strerror(number).lower()
+        words = getattr(current, "strerror", None)
+        if isinstance(words, str) and words:  # socket.gaierror: "Name or service not known"
+            return words[:1].lower() + words[1:]
+    if any(
+        "Timeout" in type(current).__name__ or isinstance(current, TimeoutError)
+        for current in chain
+    ):
+        return "timed out"
+    for current in reversed(chain):
+        text = " ".join(str(current).split()).rstrip(".")
+        if text:
+            return (text[:1].lower() + text[1:])[:200]
+    return type(chain[0]).__name__

@@ -1,15 +1,19 @@
-"""MkDocs hook: the generated parts of the docs site (docs/development.md, "This documentation").
+"""The generated parts of the docs, and the MkDocs hook of the site (docs/development.md,
+"This documentation").
 
-- ``<!-- generated: configuration reference -->`` in a page becomes the table of every key of
-  ``ContextConfig`` (name, default, allowed values, docstring), walked from the pydantic model;
-- ``<!-- generated: command line reference -->`` becomes every ``agentscope-context`` command
+- After ``<!-- generated: configuration reference -->`` in a page comes the table of every key
+  of ``ContextConfig`` (name, default, allowed values, docstring), walked from the pydantic
+  model, up to ``<!-- end of generated part -->``;
+- after ``<!-- generated: command line reference -->``, every ``agentscope-context`` command
   with its usage and arguments, walked from the argparse parsers;
 - a relative link from a page to a file of the repository outside ``docs/`` (as GitHub shows
   it, ``../configs/default.yaml``) is kept working in the site by copying that file in;
 - the home page is README.md, its links to ``docs/...`` made relative to the site.
 
-Generated when the site is built, from the installed package, so the references cannot go stale;
-``tests/docs/test_docs_site.py`` checks that they name every key and every option.
+The generated parts are committed, so the pages read whole in the repository too:
+``python docs/hooks/reference.py`` writes them afresh from the installed package, the site's
+build does the same, and ``tests/docs/test_docs_site.py`` fails when a committed page differs
+from what the package says (a key, an option or a help text changed).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import posixpath
 import re
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +33,9 @@ from pydantic.fields import FieldInfo
 
 CONFIG_MARKER = "<!-- generated: configuration reference -->"
 CLI_MARKER = "<!-- generated: command line reference -->"
+END_MARKER = "<!-- end of generated part -->"
+REGENERATE = "python docs/hooks/reference.py"
+"""What writes the generated parts of the pages afresh."""
 REPOSITORY_FILES = "repository"
 """Where the repository's files that pages link to are copied in the site."""
 _OUTSIDE_LINK = re.compile(r"(\]\()(\.\./[^)\s#]+)(#[^)\s]*)?(\))")
@@ -132,10 +140,11 @@ def config_reference(model: type[BaseModel] | None = None) -> str:
 
 
 def cli_parser() -> argparse.ArgumentParser:
-    """The ``agentscope-context`` parser, with every command's."""
+    """The ``agentscope-context`` parser, with every command's, whichever AgentScope is
+    installed (its help names the agent of both majors)."""
     from agentscope_context_ext.cli import build_parser
 
-    return build_parser()
+    return build_parser(agent="Agent (on AgentScope 1.x a ReActAgent)")
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -222,6 +231,44 @@ def cli_reference(parser: argparse.ArgumentParser | None = None) -> str:
     return "\n".join(part for part in parts if part)
 
 
+# -- the generated parts of the pages --------------------------------------------------------
+
+
+def _generators() -> dict[str, Callable[[], str]]:
+    return {CONFIG_MARKER: config_reference, CLI_MARKER: cli_reference}
+
+
+def fill(markdown: str) -> str:
+    """``markdown`` with each generated part, from its marker to :data:`END_MARKER`, written
+    afresh (a page without a marker as it is).
+
+    Raises:
+        `ValueError`: A marker has no end marker after it.
+    """
+    for marker, generate in _generators().items():
+        start = markdown.find(marker)
+        if start < 0:
+            continue
+        start += len(marker)
+        end = markdown.find(END_MARKER, start)
+        if end < 0:
+            raise ValueError(f"{marker} has no {END_MARKER} after it")
+        markdown = f"{markdown[:start]}\n\n{generate().strip()}\n\n{markdown[end:]}"
+    return markdown
+
+
+def write_pages(docs: Path) -> list[Path]:
+    """Write the generated parts of the pages in ``docs`` afresh; the pages that changed."""
+    changed = []
+    for page in sorted(docs.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        filled = fill(text)
+        if filled != text:
+            page.write_text(filled, encoding="utf-8")
+            changed.append(page)
+    return changed
+
+
 # -- MkDocs hooks ---------------------------------------------------------------------------
 
 
@@ -289,11 +336,9 @@ def on_files(files: Any, config: Any) -> Any:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Fill in the generated references and point outside links at the copied files."""
-    if CONFIG_MARKER in markdown:
-        markdown = markdown.replace(CONFIG_MARKER, config_reference())
-    if CLI_MARKER in markdown:
-        markdown = markdown.replace(CLI_MARKER, cli_reference())
+    """Fill in the generated references (as the installed package says them, whatever was
+    committed) and point outside links at the copied files."""
+    markdown = fill(markdown)
     src_uri = page.file.src_uri
     repository = _repository(config)
     rewritten = {
@@ -311,3 +356,11 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return f"{match.group(1)}{link}{match.group(3) or ''}{match.group(4)}"
 
     return _OUTSIDE_LINK.sub(rewrite, markdown)
+
+
+if __name__ == "__main__":
+    written = write_pages(Path(__file__).resolve().parents[1])
+    for path in written:
+        print(f"wrote {path}")
+    if not written:
+        print("the generated parts of the docs are up to date")

@@ -239,7 +239,7 @@ def test_chat_errors_are_one_line(
     )
     (tmp_path / "bad.yaml").write_text("model: {provider: openai, model: m, colour: red}\n")
     for file, fragment in (
-        ("refused.yaml", "cannot reach test-model"),
+        ("refused.yaml", "cannot reach the model at http://127.0.0.1:9/v1: connection refused"),
         ("nokey.yaml", "needs OPENAI_API_KEY to be set"),
         ("bad.yaml", "model.colour: unknown key"),
         ("missing.yaml", "not found"),

@@ -110,6 +110,88 @@ def test_formats_are_detected(shared_data: Path) -> None:
     assert calls and set(results) <= set(calls), "tool results paired with their calls by id"
 
 
+def _fine_tuning_line(question: str, answer: str, call_id: str) -> dict:
+    """One line of OpenAI-format JSONL (fine-tuning data): a conversation with a tool call."""
+    call = {"name": "lookup", "arguments": json.dumps({"q": question})}
+    return {
+        "messages": [
+            {"role": "system", "content": "You answer with the lookup tool."},
+            {"role": "user", "content": question},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": call}],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": "x" * 60_000},
+            {"role": "assistant", "content": answer},
+        ]
+    }
+
+
+def test_openai_jsonl_is_one_conversation_a_line(tmp_path: Path) -> None:
+    """It was refused: "not a openai transcript (not JSON: Extra data at line 2)"."""
+    path = tmp_path / "train.jsonl"
+    lines = [_fine_tuning_line("first?", "One.", "c1"), _fine_tuning_line("second?", "Two.", "c2")]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + "\n")
+    assert detect_format(path) == "openai"
+    for fmt in ("auto", "openai"):
+        transcripts = load_transcripts(path, fmt)
+        assert [t.name for t in transcripts] == ["train.jsonl#0", "train.jsonl#1"]
+        first = transcripts[0]
+        assert first.system_prompt == "You answer with the lookup tool."
+        assert [m.role for m in first.messages] == ["user", "assistant", "system", "assistant"]
+        assert first.messages[1].content[0] == {
+            "type": "tool_use",
+            "id": "c1",
+            "name": "lookup",
+            "input": {"q": "first?"},
+        }
+        assert first.messages[2].content[0]["name"] == "lookup"
+        assert transcripts[1].messages[-1].content == [{"type": "text", "text": "Two."}]
+
+
+@pytest.mark.parametrize("fmt", ["auto", "openai"])
+def test_openai_jsonl_replays(tmp_path: Path, capsys: pytest.CaptureFixture, fmt: str) -> None:
+    path = tmp_path / "train.jsonl"
+    lines = [_fine_tuning_line(f"question {n}?", f"Answer {n}.", f"c{n}") for n in range(3)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out"
+    assert main(["replay", str(path), "--format", fmt, "--out", str(out)]) == 0
+    assert "replaying train.jsonl: 3 conversation(s)" in capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    assert report["trajectories"] == 3 and report["recoverable"] is True, report
+    assert report["pair_violations"] == 0 and report["truncations"] == 3, report
+
+
+def test_openai_jsonl_of_one_message_a_line_is_one_conversation(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    messages = _fine_tuning_line("only?", "Only.", "c1")["messages"]
+    path.write_text("".join(json.dumps(message) + "\n" for message in messages))
+    assert detect_format(path) == "openai"
+    (transcript,) = load_transcripts(path)
+    assert transcript.name == "chat.jsonl" and len(transcript.messages) == 4
+
+
+def test_a_bad_line_of_openai_jsonl_is_named(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps(_fine_tuning_line("a?", "A.", "c1")) + "\n{oops\n")
+    assert main(["replay", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        f"{path}: not an openai transcript (line 2 is not JSON: Expecting "
+        "property name enclosed in double quotes)"
+    ), err
+
+
+def test_a_long_first_line_is_read_whole_to_find_the_format(tmp_path: Path) -> None:
+    """A conversation on one line passes 64 KB easily: the format is still found."""
+    path = tmp_path / "train.jsonl"
+    line = _fine_tuning_line("a?", "A.", "c1")
+    line["messages"][3]["content"] = "y" * 200_000
+    path.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n")
+    assert detect_format(path) == "openai" and len(load_transcripts(path)) == 2
+
+
 @pytest.mark.agentscope1
 def test_agentscope_dialog_format_round_trips(tmp_path: Path) -> None:
     from agentscope.message import Msg

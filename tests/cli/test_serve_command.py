@@ -6,10 +6,12 @@ The agent file's model is an OpenAI-protocol loopback server with scripted answe
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from llm_servers import ModelServer, Reply
@@ -21,6 +23,7 @@ needs_service = pytest.mark.skipif(service_missing() is not None, reason=str(ser
 
 START_SECONDS = 90
 STREAM_SECONDS = 60
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @needs_service
@@ -181,3 +184,41 @@ def test_serve_writes_nothing_in_the_folder_it_is_started_from(tmp_path):
     assert sorted(p.relative_to(checkout) for p in checkout.rglob("*")) == []
     assert sorted(p.name for p in files.iterdir()) == before
     assert (data / "agentscope-context" / "serve" / "app.db").is_file()
+
+
+def _banner_in_the_docs() -> tuple[str, str, list[str]]:
+    """docs/served.md's ``serve`` command for the shipped file (its file and port), and the
+    lines it shows."""
+    text = (ROOT / "docs" / "served.md").read_text(encoding="utf-8")
+    command = re.search(
+        r"^agentscope-context serve --agent (configs/agents/\S+) --port (\d+)$", text, re.M
+    )
+    assert command is not None, "docs/served.md: no serve command of a shipped file"
+    start = text.index("```\nserving ", command.end()) + 4
+    shown = text[start : text.index("\n```", start)].splitlines()
+    return command.group(1), command.group(2), shown
+
+
+@needs_service
+def test_the_banner_in_the_docs_is_what_serve_prints_for_the_shipped_file(tmp_path):
+    """docs/served.md showed a banner of another file (5 tools, 833 tokens of schemas, a 16k
+    window); now it is this run's, from the repository's root, with the data folder where a
+    user's is, the port the docs give and the ids named."""
+    agent, port, shown = _banner_in_the_docs()
+    served = ServeProcess(
+        ["--agent", agent, "--port", "0"], ROOT, env={"XDG_DATA_HOME": str(tmp_path)}
+    )
+    try:
+        printed = served.lines
+        credential = served.session_body["chat_model_config"]["credential_id"]
+        url, agent_id = served.url, served.agent_id
+    finally:
+        served.stop()
+    said = [
+        line.replace(url, f"http://127.0.0.1:{port}")
+        .replace(str(tmp_path), "~/.local/share")
+        .replace(agent_id, "AGENT_ID")
+        .replace(credential, "CREDENTIAL_ID")
+        for line in printed
+    ]
+    assert said == shown

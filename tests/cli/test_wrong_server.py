@@ -4,12 +4,19 @@ real clients (``ollama``, ``openai``, ``anthropic``, ``dashscope``) against loop
 speak another protocol or answer HTML. So is a server that speaks the API but answers an HTTP
 error. Before, each client failed its own way: ``internal error: JSONDecodeError(...)``,
 ``ResponseError('<!DOCTYPE HTML>...``, ``AttributeError("'str' object has no attribute
-'choices'")``, exit 1."""
+'choices'")``, exit 1.
+
+So is a model server that is not running, or whose process crashes while it answers, for
+every command that calls a model (``chat``, ``consolidate``; ``serve``'s stream:
+tests/served/test_served_refusals.py): the line names its URL. Before, ``chat`` said ``cannot
+reach qwen2.5-coder-1.5b-instruct: Connection error.`` and ``consolidate`` ``internal error:
+APIConnectionError('Connection error.')`` with exit 1."""
 
 from __future__ import annotations
 
 import io
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,12 +25,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from crashing_server import CrashingServer, dead_url
 from harness_common import make_text
 from llm_servers import ModelServer, Reply
 
 from agentscope_context_ext import LongTermMemory
 from agentscope_context_ext.cli import main
 from agentscope_context_ext.compat import agentscope_major
+from agentscope_context_ext.core.errors import WorkspaceError
+from agentscope_context_ext.core.longterm import read_state
+from agentscope_context_ext.core.model_servers import unreachable
 
 
 class _Answer(BaseHTTPRequestHandler):
@@ -198,3 +209,123 @@ def test_consolidate_with_an_agent_file_of_the_wrong_server(
     assert code == 2
     err = _one_line(capsys)
     assert f"the server at {base} does not speak Ollama's API" in err, err
+
+
+# -- a server that is not running, or crashes ---------------------------------------------------
+
+REFUSED = "connection refused"
+
+
+@pytest.mark.parametrize(
+    ("provider", "path"),
+    [
+        ("openai-compatible", "/v1"),
+        ("ollama", ""),
+        ("anthropic", ""),
+        ("dashscope", "/compatible-mode/v1" if agentscope_major() >= 2 else "/api/v1"),
+    ],
+)
+def test_chat_with_no_server_names_the_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, provider: str, path: str
+) -> None:
+    url = dead_url(path)
+    assert _chat(tmp_path, monkeypatch, provider, url, stream=False) == 2
+    assert (
+        _one_line(capsys) == f"agentscope-context chat: cannot reach the model at {url}: {REFUSED}"
+    )
+
+
+@pytest.mark.parametrize(("when", "stream"), [("before", False), ("mid-stream", True)])
+def test_chat_with_a_server_that_crashes_names_the_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, when: str, stream: bool
+) -> None:
+    with CrashingServer(when) as server:  # type: ignore[arg-type]
+        assert _chat(tmp_path, monkeypatch, "openai-compatible", server.url, stream) == 2
+        assert server.crashed()
+    err = _one_line(capsys)
+    assert err.startswith(f"agentscope-context chat: cannot reach the model at {server.url}: "), err
+
+
+def _environment_model(monkeypatch: pytest.MonkeyPatch) -> str:
+    """No agent file: the OpenAI key and a base URL nothing listens on, in the environment."""
+    monkeypatch.delenv("DASHSCOPE_API_KEY")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    url = dead_url()
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    return url
+
+
+def test_chat_with_the_environments_model_names_the_url_it_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The URL is the one the client called, without the API's path."""
+    monkeypatch.chdir(tmp_path)
+    url = _environment_model(monkeypatch)
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello\n"))
+    assert main(["chat"]) == 2
+    assert _one_line(capsys).endswith(f"cannot reach the model at {url}: {REFUSED}")
+
+
+def _consolidate(tmp_path: Path, url: str | None) -> int:
+    """``consolidate`` of a day's notes, with an agent file's model at ``url`` (``None``: the
+    environment's)."""
+    workspace = tmp_path / "ws"
+    LongTermMemory(workspace).add_daily_note(make_text(200, 1), day="2026-12-01")
+    if url is None:
+        return main(["consolidate", str(workspace)])
+    spec = {"model": {"provider": "openai-compatible", "model": "m", "base_url": url}}
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(spec))
+    return main(["consolidate", str(workspace), "--agent", str(tmp_path / "agent.yaml")])
+
+
+def test_consolidate_with_no_server_exits_2_naming_the_url(tmp_path: Path, capsys) -> None:
+    url = dead_url()
+    assert _consolidate(tmp_path, url) == 2
+    assert _one_line(capsys) == (
+        f"agentscope-context consolidate: cannot reach the model at {url}: {REFUSED}"
+    )
+    memory = LongTermMemory(tmp_path / "ws")
+    pending = memory.daily_notes(since=read_state(memory).get("last_note_day"))
+    assert list(pending) == ["2026-12-01"], "the notes wait for the next consolidation"
+
+
+def test_consolidate_with_a_server_that_crashes_exits_2(tmp_path: Path, capsys) -> None:
+    with CrashingServer("before") as server:
+        assert _consolidate(tmp_path, server.url) == 2
+    err = _one_line(capsys)
+    assert err.startswith(f"agentscope-context consolidate: cannot reach the model at {server.url}")
+
+
+def test_consolidate_with_the_environments_model_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    url = _environment_model(monkeypatch)
+    assert _consolidate(tmp_path, None) == 2
+    assert _one_line(capsys).endswith(f"cannot reach the model at {url}: {REFUSED}")
+
+
+def test_the_line_names_no_password_or_query() -> None:
+    """A key in the URL (``https://user:key@host/v1?key=...``) stays out of the line."""
+    try:
+        socket.create_connection(("127.0.0.1", int(dead_url("").rsplit(":", 1)[1])), timeout=5)
+    except OSError as exc:
+        error = exc
+    for given, shown in (
+        ("http://user:secret@127.0.0.1:8080/v1?key=secret", "http://127.0.0.1:8080/v1"),
+        ("http://[::1]:8080/v1", "http://[::1]:8080/v1"),
+        ("user:secret@localhost:11434", "localhost:11434"),  # an Ollama host, no scheme
+    ):
+        assert unreachable(error, given) == f"cannot reach the model at {shown}: {REFUSED}"
+
+
+def test_an_error_of_ours_or_a_closed_output_is_not_a_connection_failure() -> None:
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except OSError as exc:
+            raise WorkspaceError("cannot reach the workspace redis://127.0.0.1:9/0") from exc
+    except WorkspaceError as exc:
+        ours = exc
+    assert unreachable(ours) is None
+    assert unreachable(BrokenPipeError(32, "Broken pipe")) is None
+    assert unreachable(ValueError("a bug")) is None

@@ -188,6 +188,42 @@ def test_the_cli_reference_names_every_command_and_option() -> None:
             assert f"| `{option}`" in section, f"{name} {option}"
 
 
+GENERATED_PAGES = {
+    "docs/cli.md": REFERENCE.CLI_MARKER,
+    "docs/configuration.md": REFERENCE.CONFIG_MARKER,
+}
+"""The pages with a generated part, and its marker."""
+
+
+@pytest.mark.parametrize("name", sorted(GENERATED_PAGES))
+def test_the_committed_generated_parts_are_what_the_package_says(name: str) -> None:
+    """The references are committed, so GitHub shows them (docs/cli.md was a heading over an
+    empty marker): each is what the parsers and the config model say now."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    assert GENERATED_PAGES[name] in text and REFERENCE.END_MARKER in text
+    assert REFERENCE.fill(text) == text, (
+        f"{name}: its generated part is not what the package says; run {REFERENCE.REGENERATE}"
+    )
+
+
+def test_a_stale_generated_part_is_found_and_written_afresh() -> None:
+    text = (ROOT / "docs/cli.md").read_text(encoding="utf-8")
+    stale = text.replace("### `consolidate`", "### `consolidate-old`")
+    assert stale != text and REFERENCE.fill(stale) == text
+    with pytest.raises(ValueError, match="end of generated part"):
+        REFERENCE.fill(text.replace(REFERENCE.END_MARKER, ""))
+
+
+def test_the_cli_page_has_every_command() -> None:
+    """In its reference, and each in a sentence of its own above it (demo and consolidate had
+    none)."""
+    text = (ROOT / "docs/cli.md").read_text(encoding="utf-8")
+    prose, reference = text.split(REFERENCE.CLI_MARKER)
+    for name in _commands(REFERENCE.cli_parser()):
+        assert f"### `{name}`\n" in reference, name
+        assert f"\n- `{name}` " in prose, name
+
+
 def test_help_text_is_escaped_for_markdown() -> None:
     assert REFERENCE._code("2**(n-1) of ``a_b`` in <ws> [hint]") == (
         "2\\*\\*(n-1) of `a_b` in \\<ws\\> \\[hint\\]"

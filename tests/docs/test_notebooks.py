@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
@@ -71,3 +75,44 @@ def test_notebook_executes(path: Path, tmp_path: Path) -> None:
         if cell.cell_type == "code" and "plt." in cell.source:
             images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
             assert images, f"{name(path)}: the plot is not shown inline"
+
+
+ROOT = FOLDER.parent
+DEVELOPMENT = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+
+
+def _nbconvert_command() -> list[str]:
+    """The command docs/development.md gives for running a notebook."""
+    (line,) = [line for line in DEVELOPMENT.splitlines() if line.startswith("jupyter nbconvert")]
+    return line.split()
+
+
+def test_the_documented_notebook_command_is_in_dev() -> None:
+    """`jupyter nbconvert` was in no extra: the documented way to run a notebook failed
+    after `pip install -e ".[dev]"`."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for extra in ("dev", "notebook"):
+        names = {
+            re.split(r"[<>=!~\[ ;]", requirement, maxsplit=1)[0]
+            for requirement in project["optional-dependencies"][extra]
+        }
+        assert {"nbconvert", "ipykernel"} <= names, extra
+    assert _nbconvert_command()[:2] == ["jupyter", "nbconvert"]
+
+
+@pytest.mark.slow
+def test_the_documented_notebook_command_runs(tmp_path: Path) -> None:
+    """The command as written (the replay notebook: it runs on both majors), with its output
+    folder moved into the test's."""
+    command = _nbconvert_command()
+    command[command.index("--output-dir") + 1] = str(tmp_path)
+    command[command.index("notebooks/quickstart.ipynb")] = "notebooks/replay.ipynb"
+    jupyter = Path(sys.executable).with_name("jupyter")
+    assert jupyter.is_file(), f"no jupyter in {jupyter.parent}: pip install -e '.[dev]'"
+    done = subprocess.run(
+        [str(jupyter), *command[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    ran = nbformat.read(tmp_path / "replay.ipynb", as_version=4)
+    assert any(cell.get("outputs") for cell in ran.cells if cell.cell_type == "code")
+    assert not list((ROOT / "notebooks").glob("*.nbconvert.ipynb")), "nothing written in git"

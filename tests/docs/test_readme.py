@@ -199,15 +199,26 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert "python -m pytest" in setup
 
 
-def _read_file_output(results: list[str], module: Path, manager: Any, tmp_path: Path) -> None:
+def _read_file_output(
+    results: list[str], module: Path, manager: Any, tmp_path: Path, ns: dict[str, Any]
+) -> None:
     """What the quick start says of its one read_file result, on either major."""
     assert len(results) == 1
     output = results[0]
-    # "read_file cut its own output to the window share, with a notice" pointing at the source
+    # "read_file cut its own output to its share of the window and ended it with a notice
+    # saying how to read on" pointing at the source
     assert len(output.encode()) < len(module.read_bytes())
     assert "<<<TRUNCATED>>>" in output and f"file_path={module}" in output
     share = int(manager.config.truncation.max_window_share * manager.max_input_tokens)
     assert manager.counter.count_text(output) <= share
+    # "the model's last call got it": what the example prints is that notice
+    seen = ns["seen"]
+    notice = seen[seen.rindex("<<<TRUNCATED>>>") :]
+    assert output.rstrip().endswith(notice.rstrip()) and "start_line=" in notice
+    assert f"call `read_file` with file_path={module}" in notice
+    # "'truncations': 0: stage one had nothing left to cut or save"
+    stats = manager.stats.as_dict()
+    assert stats["truncations"] == 0 and stats["bytes_offloaded"] == 0, stats
     # "dialog/, tool_result/, Memory.md live here"
     assert Path(manager.workspace).resolve() == (tmp_path / ".agentscope-context").resolve()
     # "no copy is saved" (docs/agent.md, Give an agent read_file)
@@ -236,7 +247,7 @@ def test_quick_start_does_what_its_comments_say(tmp_path: Path) -> None:
         for block in msg.content
         if isinstance(block, ToolResultBlock)
     ]
-    _read_file_output(results, module, manager, tmp_path)
+    _read_file_output(results, module, manager, tmp_path, ns)
     # the manager is the agent's, and the stats are the manager's
     assert agent.context_manager is manager and context.stats is manager.stats
     # "what 2.x offloads by itself lands in the same workspace"
@@ -280,7 +291,7 @@ def test_quick_start_on_1x_does_what_its_comments_say(tmp_path: Path) -> None:
         for block in msg.content
         if block.get("type") == "tool_result"
     ]
-    _read_file_output(results, module, manager, tmp_path)
+    _read_file_output(results, module, manager, tmp_path, ns)
     # the enable paragraph: what was changed, all undone by detach()
     changes = manager.attachment.changes
     assert {"agent.memory", "agent.model"} <= set(changes)

@@ -8,9 +8,11 @@ A real ``create_app`` served by uvicorn on loopback (``served_app.ServedApp``), 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import pytest
+from crashing_server import CrashingServer, dead_url
 from llm_servers import ModelServer, Reply
 from served_app import (
     ServedApp,
@@ -133,18 +135,52 @@ def test_a_workspace_that_cannot_be_written_is_said_on_the_stream(tmp_path, serv
     assert not [record for record in service_log if record.exc_info]
 
 
-def test_a_model_server_that_is_down_is_one_line_on_serves_terminal(tmp_path):
-    spec = agent_file(tmp_path)  # its model at a port nobody listens on
-    served = ServeProcess(serve_options(tmp_path, spec), tmp_path)
-    try:
-        session = served.new_session()
-        served.chat(session, "hello")
-        stored = served.replies(
-            session, lambda messages: any(m["role"] == "assistant" for m in messages), 120
-        )
-    finally:
-        stderr = served.stop()
-    assert stored[-1]["error"]["type"] == "connection"
+@pytest.mark.parametrize("crash", [False, True], ids=["not-running", "crashing"])
+def test_a_model_server_that_is_down_is_one_line_naming_its_url(tmp_path, crash):
+    """Not running, or its process crashing mid-answer: the reply's end (stored with it)
+    says ``cannot reach the model at URL: ...`` with the agent file's URL, and serve's
+    terminal says it once, no traceback. Before, the client got the service's "Could not reach
+    the model service — network error or timeout." and the terminal the error's class only."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(CrashingServer("before")).url if crash else dead_url()
+        spec = agent_file(tmp_path, url)
+        served = ServeProcess(serve_options(tmp_path, spec), tmp_path)
+        try:
+            session = served.new_session()
+            served.chat(session, "hello")
+            stored = served.replies(
+                session, lambda messages: any(m["role"] == "assistant" for m in messages), 120
+            )
+        finally:
+            stderr = served.stop()
+    error = stored[-1]["error"]
+    assert error["type"] == "connection"
+    assert error["message"].startswith(f"cannot reach the model at {url}: "), error
+    if not crash:
+        assert error["message"].endswith(": connection refused"), error
     assert "Traceback" not in stderr
-    (line,) = [line for line in stderr.splitlines() if "Reply failed" in line]
-    assert "APIConnectionError" in line
+    (line,) = [line for line in stderr.splitlines() if "cannot reach the model" in line]
+    assert f"reply failed: {error['message']}" in line
+
+
+@pytest.mark.parametrize("when", ["before", "mid-stream"])
+async def test_serves_model_names_its_url_when_the_server_crashes(when):
+    """The served model's own call, streamed: a crash before the answer or in the middle of
+    its stream is ``ModelUnreachable`` with the agent file's URL (what ends the turn above)."""
+    from agentscope.message import UserMsg
+
+    from agentscope_context_ext.agentscope2._served_model import served_model
+    from agentscope_context_ext.core.agent_file import ModelSettings, ModelUnreachable
+
+    with CrashingServer(when) as server:  # type: ignore[arg-type]
+        settings = ModelSettings(
+            provider="openai-compatible", model="m", base_url=server.url, stream=True
+        )
+        model = served_model(settings)
+        model.max_retries = 0
+        with pytest.raises(ModelUnreachable) as raised:
+            response = await model([UserMsg("user", "hello")])
+            async for _ in response:
+                pass
+    assert str(raised.value).startswith(f"cannot reach the model at {server.url}: ")
+    assert raised.value.__cause__ is not None  # the client's error stays underneath

@@ -4,7 +4,9 @@ without AgentScope), tool calls and results paired by id (design §10). Formats:
 - ``agentscope``: JSONL of saved messages (this package's ``dialog/`` files, of either
   AgentScope version);
 - ``openai``: OpenAI-style message lists; a file may hold many trajectories (tau-bench: a list of
-  ``{"traj": [...]}``), each replayed on its own;
+  ``{"traj": [...]}``), each replayed on its own, and so may OpenAI-format JSONL: one
+  ``{"messages": [...]}`` object a line (fine-tuning data), each line a conversation of its own,
+  or one message a line, together one conversation;
 - ``claude-code``: Claude Code session JSONL;
 - ``swe-agent``: SWE-agent ``.traj`` files (``history`` of OpenAI-style messages).
 """
@@ -24,6 +26,8 @@ from ._records import Record, record_from_dict
 FORMATS = ("agentscope", "openai", "claude-code", "swe-agent")
 _LITERAL_CHARS = 1_000_000
 """Longest Python-literal tool-call list read (``ast`` parses it whole, recursively)."""
+_FIRST_LINE_BYTES = 64 << 20
+"""Most of a first line read to guess the format (a JSONL line may be a whole conversation)."""
 
 
 @dataclass
@@ -75,7 +79,7 @@ def load_transcripts(path: str | Path, fmt: str = "auto") -> list[Transcript]:
     except TranscriptError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
-        raise TranscriptError(f"{path}: not a {fmt} transcript ({_one_line(exc)})") from None
+        raise TranscriptError(f"{path}: {_not_a(fmt)} ({_one_line(exc)})") from None
     transcripts = [t for t in transcripts if t.messages]
     if not transcripts:
         raise TranscriptError(f"{path}: no conversation found in this {fmt} transcript")
@@ -93,9 +97,8 @@ def detect_format(path: Path) -> str:
     if head.startswith("["):
         return "openai"
     if head.startswith("{"):
-        first_line = head.split("\n", 1)[0]
         try:
-            record = load_json(first_line)
+            record = load_json(_first_line(path))
         except ValueError:
             record = None
         if isinstance(record, dict):
@@ -110,6 +113,8 @@ def detect_format(path: Path) -> str:
                 return "claude-code"
             if {"role", "content", "name"} <= set(record):
                 return "agentscope"
+            if {"role", "content"} <= set(record):  # OpenAI-format JSONL, a message a line
+                return "openai"
             if "history" in record or "messages" in record:
                 return "swe-agent" if "history" in record else "openai"
         try:
@@ -124,6 +129,20 @@ def detect_format(path: Path) -> str:
         f"{path}: not a recognised transcript (expected AgentScope dialog JSONL, OpenAI message "
         "lists, Claude Code JSONL or a SWE-agent .traj); pass --format to force one"
     )
+
+
+def _first_line(path: Path) -> str:
+    """The file's first line that is not blank (up to :data:`_FIRST_LINE_BYTES`)."""
+    with open(path, "rb") as handle:
+        for line in iter(lambda: handle.readline(_FIRST_LINE_BYTES), b""):
+            if line.strip():
+                return line.decode("utf-8", errors="replace")
+    return ""
+
+
+def _not_a(fmt: str) -> str:
+    """``not an openai transcript``, ``not a swe-agent transcript``."""
+    return f"not {'an' if fmt[:1] in 'aeiou' else 'a'} {fmt} transcript"
 
 
 # ------------------------------------------------------------------- formats
@@ -148,14 +167,35 @@ def _load_agentscope(path: Path) -> list[Record]:
 
 
 def _read_json(path: Path, fmt: str) -> Any:
+    """The file's JSON; for ``openai``, a JSON Lines file as the list of its lines' values."""
+    text = path.read_text(encoding="utf-8")
     try:
-        return load_json(path.read_text(encoding="utf-8"))
+        return load_json(text)
     except json.JSONDecodeError as exc:
+        if fmt == "openai" and exc.msg == "Extra data":  # more than one value: JSON Lines
+            return _json_lines(path, text, fmt)
         raise TranscriptError(
-            f"{path}: not a {fmt} transcript (not JSON: {exc.msg} at line {exc.lineno})"
+            f"{path}: {_not_a(fmt)} (not JSON: {exc.msg} at line {exc.lineno})"
         ) from None
     except ValueError as exc:
-        raise TranscriptError(f"{path}: not a {fmt} transcript ({exc})") from None
+        raise TranscriptError(f"{path}: {_not_a(fmt)} ({exc})") from None
+
+
+def _json_lines(path: Path, text: str, fmt: str) -> list[Any]:
+    """Each non-blank line of a JSON Lines file, parsed."""
+    values = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            values.append(load_json(line))
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(
+                f"{path}: {_not_a(fmt)} (line {line_no} is not JSON: {exc.msg})"
+            ) from None
+        except ValueError as exc:
+            raise TranscriptError(f"{path}: {_not_a(fmt)} (line {line_no}: {exc})") from None
+    return values
 
 
 def _load_openai(name: str, data: Any) -> list[Transcript]:
