@@ -331,6 +331,6 @@ def _said(
     line: ToolSaid, labels: dict[str, str], limit: int | None = None, named: bool = True
 ) -> str:
     """A line of a tool's output as the summary quotes it (clipped to ``limit`` characters;
-    ``named`` off: the line names the call already, ``it said``)."""
+    ``named`` off, or a tool without a name: ``it said``)."""
     text = line.text if limit is None else clip(line.text, limit)
-    return tool_said(line.tool if named else None, text, labels)
+    return tool_said(line.tool if named and line.tool else None, text, labels)
