@@ -33,6 +33,7 @@ from ._messages import (
     compressed_summary_message,
     has_tool_results,
     long_term_message,
+    make_sendable,
     summary_message,
     summary_of,
 )
@@ -305,6 +306,7 @@ class ContextMemory(MemoryBase):
     # -------------------------------------------------------------- internals
 
     def _append(self, msg: Msg, marks: list[str]) -> None:
+        make_sendable(msg)  # its own copy: a user's text or a model's answer, sendable
         self.content.append((msg, marks))
         self._index[msg.id] = msg
         self._changed.add(msg.id)

@@ -1,5 +1,6 @@
-"""Helpers around 1.x messages: the messages at the head of the context, and the truncation
-state each tool result carries in its message's ``metadata`` (so it travels with session state).
+"""Helpers around 1.x messages: the messages at the head of the context, the truncation
+state each tool result carries in its message's ``metadata`` (so it travels with session state),
+and a message's lone surrogates replaced (:func:`make_sendable`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 from agentscope.message import Msg
 
 from ..core.summary import CompactSummary
+from ..core.truncation import sendable_text, sendable_value
 
 __all__ = [
     "LONG_TERM_MSG_ID",
@@ -17,6 +19,7 @@ __all__ = [
     "compressed_summary_message",
     "has_tool_results",
     "long_term_message",
+    "make_sendable",
     "result_state",
     "summary_message",
     "summary_of",
@@ -99,3 +102,16 @@ def has_tool_results(msg: Msg) -> bool:
     return isinstance(msg.content, list) and any(
         isinstance(block, dict) and block.get("type") == "tool_result" for block in msg.content
     )
+
+
+def make_sendable(msg: Msg) -> None:
+    """Replace the lone surrogates of ``msg``'s texts, thinking and tool-call arguments (a user's
+    text or a model's answer may hold one; its tool results are the stages', which save their
+    bytes first): no provider takes them, and 1.x's ``JSONSession`` cannot save them."""
+    if isinstance(msg.content, str):
+        msg.content = sendable_text(msg.content)
+        return
+    for block in msg.content if isinstance(msg.content, list) else ():
+        if isinstance(block, dict) and block.get("type") != "tool_result":
+            for key, value in block.items():
+                block[key] = sendable_value(value)

@@ -9,7 +9,7 @@ from pathlib import Path
 from agentscope.message import Msg
 
 from ..core.pipeline import TruncationRecord
-from ..core.truncation import split_notice
+from ..core.truncation import encode_text, split_notice
 from ..core.workspace import DialogStore, Storage, ToolResultStore, open_storage
 from ._messages import META_KEY
 
@@ -83,12 +83,12 @@ def _result_problem(before: dict, after: dict, storage: Storage) -> str | None:
             return "a tool result changed without a notice"
         try:
             data = storage.read(parts[1].file_path)
-            if data is None:
-                return f"saved file {parts[1].file_path} is missing"
-            saved = data.decode("utf-8")  # bytes: "\r\n" must stay "\r\n"
-        except (OSError, ValueError):
+        except OSError:
+            data = None
+        if data is None:
             return f"saved file {parts[1].file_path} is missing"
-        if saved != original_text.encode("utf-8", errors="replace").decode("utf-8"):
+        # bytes: "\r\n" must stay "\r\n", and undecodable bytes are saved as they were
+        if data != encode_text(original_text):
             return f"saved file {parts[1].file_path} differs from the original output"
     for media in original_media:
         if media in kept_media:

@@ -49,6 +49,7 @@ from ._result_blocks import (
     apply_results,
     apply_texts,
     changed_output,
+    make_sendable,
     result_slots,
     user_text_slots,
 )
@@ -336,6 +337,14 @@ class StatePort:
             self._touched[msg_id] = self._touched.get(msg_id, 0) + 1
             self._changed.add(msg_id)
             self._settled = None
+
+    def make_sendable(self) -> None:
+        """Replace the lone surrogates of the context's texts (a user's message, a model's
+        answer: :func:`make_sendable`), so that 2.x can send them and save its state; a
+        message changed counts as changed."""
+        changed = [msg for msg in self.agent.state.context if make_sendable(msg)]
+        if changed:
+            self.touch_messages(changed)
 
     def touch_messages(self, msgs: Sequence[Msg]) -> None:
         """Mark every segment of ``msgs`` changed (their blocks were replaced in place, which

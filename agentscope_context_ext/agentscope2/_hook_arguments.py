@@ -5,20 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.truncation import sendable_text
 from ._convert import output_text
 
 __all__ = ["hint_text", "plain", "sent_parts"]
 
 
 def plain(value: Any) -> Any:
-    """``value`` as JSON data (an event's numbers, paths and tuples of them)."""
+    """``value`` as JSON data (an event's numbers, paths and tuples of them); its texts hold no
+    lone surrogate (an error's text may: a path of undecodable bytes)."""
     if isinstance(value, dict):
-        return {str(key): plain(item) for key, item in value.items()}
+        return {sendable_text(str(key)): plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(item) for item in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if isinstance(value, str):
+        return sendable_text(value)
+    if value is None or isinstance(value, (int, float, bool)):
         return value
-    return str(value)
+    return sendable_text(str(value))
 
 
 def sent_parts(model_kwargs: dict) -> tuple[str, list[dict]] | None:

@@ -25,10 +25,13 @@ What each hook does:
   (``context_ext.compaction_finished``, ``context_ext.notice``, ...), at the reply's end just
   before its ``ReplyEndEvent`` (2.x's own events keep their order), where a ``create_app``
   client reads it (design §11.3); a served turn we refuse ends there too, with the reason
-  (``_refusal.py``);
+  (``_refusal.py``); at its end the reply's answer loses its lone surrogates (U+FFFD), so
+  that the state can be saved;
 - ``on_acting``: stage one on every tool response as it leaves the tool, before 2.x writes it
-  into the context (and before 2.x's ``tool_result_limit`` split sees it);
-- ``on_compress_context``: 2.x calls it before every reasoning step; the whole pipeline runs
+  into the context (and before 2.x's ``tool_result_limit`` split sees it); a response left
+  whole loses its lone surrogates there;
+- ``on_compress_context``: 2.x calls it before every reasoning step; the context's lone
+  surrogates are replaced (a user's message, a model's answer), then the whole pipeline runs
   here (pending stage one, stage two, the token check, the pair-safe compaction with the
   dialog saved first) and 2.x's own compression is *not* called;
 - ``on_model_call``: the dialog tools are left out of the schemas until there is a dialog to
@@ -255,6 +258,8 @@ class ContextMiddleware(MiddlewareBase):
             # saying it instead (after the turn's end below)
             refused = exc
         finally:
+            if manager is not None and not manager.detached:
+                manager.port.make_sendable()  # the reply's answer: the state can be saved
             if manager is not None and self.per_turn:
                 if interrupted:
                     # the user stopped the turn: the Summarizer is not waited for (its jobs
@@ -384,6 +389,9 @@ class ContextMiddleware(MiddlewareBase):
             # compact now; the step before reasoning passes none.
             forced = input_kwargs.get("context_config") is not None
             instruction = hint_text(input_kwargs.get("instructions"))
+            # a user's message, a model's answer: what is sent and saved (dialog/) is sendable,
+            # as a 1.x memory keeps it
+            manager.port.make_sendable()
             if not await manager.before_model_call(forced=forced, instruction=instruction):
                 await next_handler(**input_kwargs)  # detached at first use: 2.x's own runs
         finally:

@@ -31,6 +31,7 @@ from pathlib import Path
 from agentscope.message import Base64Source, DataBlock, Msg, ToolResultBlock, URLSource
 
 from ..core.errors import WorkspaceError
+from ..core.truncation import encode_text
 from ..core.workspace import DialogStore, ToolResultStore, portal
 from ._convert import output_text
 
@@ -74,7 +75,7 @@ class ContextOffloader:
         try:
             data = base64.b64decode(source.data, validate=True)
         except (binascii.Error, ValueError):
-            data = source.data.encode("utf-8")
+            data = encode_text(source.data)
         try:
             relative = self.tool_result_store.save_media(data, source.media_type)
         except OSError as exc:

@@ -2,7 +2,8 @@
 truncation record and each offloaded user text's, in ``state.middle_context`` under
 :data:`META_KEY`, never in the messages (2.x's message equality, its stored messages and its
 clients see the messages exactly as 2.x made them); the slots the pipeline decides on, read from
-one segment's blocks, and its changes written back into them.
+one segment's blocks, and its changes written back into them; and the lone surrogates of a
+message's other texts replaced (:func:`make_sendable`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentscope.message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
+from agentscope.message import (
+    DataBlock,
+    HintBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 
 from ..core.pipeline import ResultChange, ResultSlot, TextSlot, TruncationRecord
 from ..core.truncation import sendable_text
@@ -22,6 +31,7 @@ __all__ = [
     "apply_results",
     "apply_texts",
     "changed_output",
+    "make_sendable",
     "result_slots",
     "user_text_slots",
 ]
@@ -226,3 +236,30 @@ def _is_clean(output: Any) -> bool:
         if isinstance(item, TextBlock) and item.text != sendable_text(item.text):
             return False
     return True
+
+
+_TEXT_FIELDS = {TextBlock: "text", ThinkingBlock: "thinking", ToolCallBlock: "input"}
+
+
+def make_sendable(msg: Msg) -> bool:
+    """Replace the lone surrogates of ``msg``'s texts, thinking, hints and tool-call arguments
+    (a user's text or a model's answer may hold one; its tool results are the stages', which
+    save their bytes first): 2.x cannot send them nor save its state with them. Whether
+    anything changed."""
+    changed = False
+    for block in msg.content:
+        name = _TEXT_FIELDS.get(type(block))
+        if name is not None:
+            value = getattr(block, name)
+            if isinstance(value, str) and sendable_text(value) is not value:
+                setattr(block, name, sendable_text(value))
+                changed = True
+        elif isinstance(block, HintBlock):
+            if isinstance(block.hint, str):
+                if sendable_text(block.hint) is not block.hint:
+                    block.hint, changed = sendable_text(block.hint), True
+            else:
+                for item in block.hint:
+                    if isinstance(item, TextBlock) and sendable_text(item.text) is not item.text:
+                        item.text, changed = sendable_text(item.text), True
+    return changed

@@ -8,7 +8,8 @@ stays within an allowance (half of stage one's byte limit and of its token budge
 keeps an output's head, so what was shown is the start of what the model gets) and are held
 past it; once the response is cut, the shown text is completed into exactly the cut text (its
 notice included), or, when stage one left the output whole after all, the held chunks follow as
-they were.
+they were. A chunk's lone surrogates are replaced as the response's are (``sendable_text``): the
+events carry what the model gets.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from agentscope.message import DataBlock, TextBlock
 from agentscope.tool import ToolChunk, ToolResponse
 
 from ..core.pipeline import StreamAllowance
+from ..core.truncation import sendable_text
 from ._convert import output_text
 
 __all__ = ["shown_as_cut"]
@@ -43,6 +45,8 @@ async def shown_as_cut(
                 yield chunk
             yield response
             continue
+        if isinstance(item, ToolChunk):
+            item = _sendable(item)
         if allowance is None or not isinstance(item, ToolChunk):
             yield item
             continue
@@ -54,6 +58,19 @@ async def shown_as_cut(
         yield item
     for chunk in held:  # a tool that ended without a response: show what it gave
         yield chunk
+
+
+def _sendable(chunk: ToolChunk) -> ToolChunk:
+    """``chunk``, or a copy whose texts hold no lone surrogate (the tool keeps its own)."""
+    if all(sendable_text(block.text) is block.text for block in _texts(chunk.content)):
+        return chunk
+    content = [
+        item.model_copy(update={"text": sendable_text(item.text)})
+        if isinstance(item, TextBlock)
+        else item
+        for item in chunk.content
+    ]
+    return chunk.model_copy(update={"content": content})
 
 
 def _texts(content: Any) -> list[Any]:

@@ -12,6 +12,9 @@ from harness_common import disk_full, run_in_processes, session_plan
 from installed_harness import (
     all_views,
     call_ids,
+    framework_round_trip,
+    is_background_call,
+    is_compaction_call,
     managed,
     note_results,
     note_taking_agent,
@@ -183,6 +186,93 @@ async def test_hostile_tool_outputs(
     excerpt, notice = split_notice(results[f"h{names.index('invalid utf-8')}"])
     excerpt.encode("utf-8")
     assert storage.read(notice.file_path) == b"ok \xff\xfe\xfd bytes\n" * 10_000
+
+
+LONE = "\ud800"
+"""A lone surrogate that stands for no byte (a tool, a model or a user may give one)."""
+BYTE = "\udcff"
+"""The surrogate ``surrogateescape`` keeps for the undecodable byte 0xff."""
+
+
+async def big_dump() -> str:
+    """Dump a big output."""
+    return f"line {LONE} of output, raw {BYTE} byte\n" * 4000
+
+
+async def small_dump() -> str:
+    """Dump a small output."""
+    return f"small {LONE} result"
+
+
+async def shell(command: str) -> str:
+    """Run a command.
+
+    Args:
+        command (str): The command.
+    """
+    return f"Error: bad {LONE} input to {command}"
+
+
+def surrogate_session(summary_source: str) -> ScriptedChatModel:
+    """A model whose tool calls, answer and summary hold lone surrogates."""
+    steps = [
+        reply(f"reading {LONE}", tool_call("big_dump", "b1")),
+        reply("", tool_call("small_dump", "s1")),
+        reply("", tool_call("shell", "c1", command=f"make {LONE}")),
+        f"done {LONE}",
+    ]
+
+    def respond(call: object) -> object:
+        if is_compaction_call(call):
+            return (
+                f"## Goal\n- go {LONE} now\n## Progress\n- ran `make {LONE}`\n"
+                f"## Next Steps\n- fix the input {LONE}\n## Critical Context\n- `c1`\n"
+            )
+        if is_background_call(call):
+            return "[SILENT]"
+        return steps.pop(0) if steps else "Done."
+
+    return ScriptedChatModel(respond)
+
+
+@pytest.mark.parametrize("summary_source", ["extractive", "llm"])
+async def test_lone_surrogates_leave_the_state_saveable(
+    workspace: Path, tmp_path: Path, summary_source: str
+) -> None:
+    """Issue 50: a lone surrogate in a tool's output (one big enough to be cut, one small
+    enough not to be), a user's message, a model's tool call and answer, and the summary
+    (extractive, or the model's) made the framework's state unsaveable and the prompts
+    unsendable. Everything sent and kept is valid UTF-8; the saved output keeps its bytes."""
+    config = {
+        "workspace": str(workspace),
+        "max_input_tokens": 32768,
+        "long_term_memory": {"enabled": False},
+        "compaction": {"model": "extractive" if summary_source == "extractive" else None},
+    }
+    tools = (big_dump, small_dump, shell)
+    model = surrogate_session(summary_source)
+    agent = managed(model, config, tools=tools)
+    await agent.ask(f"go {LONE} now")
+    await agent.manager.compact_now()
+    summary = agent.manager.port.summary
+    assert summary is not None and summary.source == summary_source
+    rendered = summary.render()
+    rendered.encode("utf-8")
+    summary.model_dump_json().encode("utf-8")
+    assert "\ufffd" in rendered
+    for call in model.calls:
+        json.dumps(call.messages, ensure_ascii=False).encode("utf-8")  # no lone surrogates
+    saved = [split_notice(r.text) for r in tool_results(all_views(agent))]
+    (path,) = {parts[1].file_path for parts in saved if parts is not None}
+    data = (workspace / path).read_bytes()
+    # the byte as it was; the surrogate that stands for none as U+FFFD (UTF-8 has no other way)
+    assert data.startswith(b"line \xef\xbf\xbd of output, raw \xff byte\n")
+
+    fresh = managed(ScriptedChatModel(["ok"]), config, tools=tools)
+    await framework_round_trip(agent, fresh, tmp_path / "sessions")
+    assert fresh.manager.port.summary.render() == rendered
+    assert [view.text for view in fresh.views()] == [view.text for view in agent.views()]
+    assert [view.text for view in agent.views()][-1] == "done \ufffd"
 
 
 @pytest.mark.agentscope1

@@ -73,7 +73,7 @@ def test_the_framework_s_verdict_decides() -> None:
 
 def test_a_command_s_output_is_still_its_status() -> None:
     output = "make: *** [html] Error 2\nexit code 2"
-    assert "failed: `make: *** [html] Error 2`" in progress(
+    assert "failed: tool `bash` said: `make: *** [html] Error 2`" in progress(
         exchange("bash", {"command": "make html"}, output)
     )
 

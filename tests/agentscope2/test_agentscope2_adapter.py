@@ -744,6 +744,38 @@ async def test_the_event_stream_shows_what_the_model_gets(tmp_path, tool, n):
         assert deltas[block.id] == (1 if tool != "stream_digits" else 8)  # chunks as they were
 
 
+async def stream_surrogates(n: int) -> AsyncGenerator[ToolChunk, None]:
+    """Stream lines that hold a lone surrogate, 40 per chunk.
+
+    Args:
+        n (int): How many lines.
+    """
+    for start in range(0, n, 40):
+        part = "".join(
+            f"{i:05d} bad \ud800 byte \udcff\n" for i in range(start, min(n, start + 40))
+        )
+        yield ToolChunk(content=[TextBlock(id="out", text=part)])
+
+
+@pytest.mark.parametrize("n", [30, 6000])
+async def test_a_streamed_output_s_lone_surrogates_are_replaced_in_its_events(tmp_path, n):
+    """Issue 50: the chunks of a streamed output went out as events with their lone surrogates
+    (a served stream cannot encode them), whether stage one cut the output or not."""
+    model = ScriptedChatModel([reply("reading", tool_call("stream_surrogates", n=n)), "done"])
+    context = ContextMiddleware(config(tmp_path))
+    toolkit = tools()
+    await toolkit.add_tool(FunctionTool(stream_surrogates, permission=ALLOW))
+    agent = make_agent(model, [context], toolkit=toolkit)
+    shown, _ = await shown_tool_texts(agent, UserMsg("user", "work"))
+    (block,) = result_blocks(agent)
+    got = output(block)
+    assert shown[block.id] == got, "the events show what the model got"
+    got.encode("utf-8")
+    assert "00000 bad \ufffd byte \ufffd\n" in got
+    assert (split_notice(got) is not None) == (n == 6000)
+    agent.state.model_dump_json()
+
+
 async def test_a_streamed_output_that_cannot_be_saved_is_shown_and_kept_whole(
     tmp_path, monkeypatch
 ):

@@ -106,7 +106,7 @@ def test_falls_back_to_extractive_without_error_text(script: list) -> None:
     for bad in ("503", "rate limit", "oops", "Traceback", "RuntimeError"):
         assert bad not in rendered
     assert summary.goal and summary.progress
-    assert "`psql -f /srv/x.sql` → failed: `Error: relation missing`" in rendered
+    assert "`psql -f /srv/x.sql` → failed: tool `shell` said: `Error: relation missing`" in rendered
 
 
 def test_times_out() -> None:

@@ -43,7 +43,10 @@ def test_invalid_text_is_saved_with_original_bytes_or_replacement(workspace: Pat
     relative = store.save(raw.decode("utf-8", errors="surrogateescape"))
     assert (workspace / relative).read_bytes() == raw
     relative = store.save("lone \ud800 surrogate")
-    assert (workspace / relative).read_bytes() == b"lone ? surrogate"
+    assert (workspace / relative).read_bytes() == "lone \ufffd surrogate".encode()
+    # bytes and a surrogate that stands for none, in one text: the bytes are kept
+    relative = store.save("ok \udcff and \ud800")
+    assert (workspace / relative).read_bytes() == b"ok \xff and " + "\ufffd".encode()
 
 
 def test_save_failure_raises_oserror(workspace: Path) -> None:

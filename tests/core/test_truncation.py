@@ -18,7 +18,15 @@ from agentscope_context_ext import (
     truncate_text_output,
 )
 from agentscope_context_ext.core.tools import make_read_file
-from agentscope_context_ext.core.truncation import count_lines, notice_only, truncate_fresh
+from agentscope_context_ext.core.truncation import (
+    count_lines,
+    encode_text,
+    notice_only,
+    retruncate,
+    sendable_text,
+    sendable_value,
+    truncate_fresh,
+)
 
 PATH = "tool_result/0123456789abcdef0123456789abcdef.txt"
 
@@ -199,6 +207,40 @@ def test_lone_surrogates_never_raise() -> None:
     text = "ok \udcff bad bytes\n" * 100
     out = truncate_text_output(text, max_bytes=100, file_path=PATH)
     assert parts(out)[0]
+
+
+def test_a_lone_surrogate_becomes_u_fffd_in_what_is_sent() -> None:
+    clean = "数据 ok"
+    assert sendable_text(clean) is clean
+    assert sendable_text("a\ud800b\udcffc\udfff") == "a\ufffdb\ufffdc\ufffd"
+    text = "x\ud800y\udcffz" * 3
+    for cut in range(len(text)):  # chunk by chunk adds up to the whole (a streamed output)
+        assert sendable_text(text[:cut]) + sendable_text(text[cut:]) == sendable_text(text)
+    assert sendable_value({"k\ud800": [("v\udcff",), 3]}) == {"k\ufffd": [("v\ufffd",), 3]}
+    value = {"k": ["v", 3]}
+    assert sendable_value(value) is value
+
+
+def test_the_saved_bytes_keep_what_a_surrogate_stands_for() -> None:
+    # an undecodable byte (surrogateescape) is saved as it was; a surrogate that stands for no
+    # byte as U+FFFD, in the same text
+    assert encode_text("ok \udcff \ud800") == b"ok \xff " + "\ufffd".encode()
+
+
+def test_a_stage_two_cut_of_a_sent_excerpt_never_skips_a_byte(tmp_path: Path) -> None:
+    """Issue 50: stage two re-cuts the excerpt as it was sent, each undecodable byte one U+FFFD
+    (3 bytes): reading on from its notice skipped 2 bytes of the file for each."""
+    data = b"A" * 10 + b"\xff" * 50 + b"B" * 300  # one long line
+    (tmp_path / "tool_result").mkdir()
+    (tmp_path / PATH).write_bytes(data)
+    sent = sendable_text(
+        truncate_fresh(data.decode("utf-8", "surrogateescape"), max_bytes=200, file_path=PATH)
+    )
+    again = retruncate(sent, max_bytes=100)
+    excerpt, notice = parts(again)
+    assert excerpt == "A" * 10 + "\ufffd" * 30
+    assert (notice.next_line, notice.next_byte) == (1, 40), "byte 40 of the file: none skipped"
+    assert _read_back(tmp_path, again) == "A" * 10 + "\ufffd" * 50 + "B" * 300
 
 
 def test_count_lines() -> None:

@@ -34,8 +34,17 @@ def formatter(name: str = "dashscope") -> Any:
 
 
 def system_text(call: ModelCall) -> str:
-    """The system messages of a formatted prompt."""
-    return "\n".join(str(m.get("content")) for m in call.messages if m.get("role") == "system")
+    """The text of a formatted prompt's system messages (a string, or its text blocks)."""
+    texts = []
+    for message in call.messages:
+        if message.get("role") != "system":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            texts += [str(b.get("text") or "") for b in content if isinstance(b, dict)]
+        else:
+            texts.append(str(content))
+    return "\n".join(texts)
 
 
 def is_compaction_call(call: ModelCall) -> bool:
@@ -177,6 +186,28 @@ def offloaded_files_missing(views: Sequence[Message], workspace: Path) -> list[s
         if parts and not (workspace / parts[1].file_path).is_file():
             missing.append(parts[1].file_path)
     return missing
+
+
+async def framework_round_trip(agent: Any, into: Any, folder: Path) -> None:
+    """Save ``agent``'s state the installed AgentScope's own way and load it into ``into``
+    (another managed agent): 2.x's ``state.model_dump_json()`` and
+    ``AgentState.model_validate_json`` (what ``create_app`` and Redis sessions do), 1.x's own
+    ``JSONSession`` (strict UTF-8, unlike the package's ``AtomicJSONSession``)."""
+    from agentscope_context_ext.compat import agentscope_major
+
+    if agentscope_major() >= 2:
+        from agentscope.state import AgentState
+
+        folder.mkdir(parents=True, exist_ok=True)
+        saved = folder / "state.json"
+        saved.write_bytes(agent.agent.state.model_dump_json().encode("utf-8"))
+        into.agent.state = AgentState.model_validate_json(saved.read_bytes())
+        return
+    from agentscope.session import JSONSession
+
+    session = JSONSession(save_dir=str(folder))
+    await session.save_session_state(session_id="s", agent=agent.agent)
+    await session.load_session_state(session_id="s", agent=into.agent)
 
 
 async def read_file(agent: Any, **arguments: Any) -> str:

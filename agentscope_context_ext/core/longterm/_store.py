@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from datetime import date, datetime
 
+from ..truncation import sendable_text
 from ..workspace import Storage, open_storage
 
 MEMORY_FILE = "Memory.md"
@@ -57,8 +58,7 @@ def clean_entry(text: object, limit: int = MAX_ENTRY_CHARS) -> str:
         raise MemoryInputError(
             f"text is {len(text):,} characters; a memory item holds at most {limit:,}"
         )
-    text = text.encode("utf-8", errors="replace").decode("utf-8").replace("\x00", "")
-    text = " ".join(text.split())
+    text = " ".join(sendable_text(text).replace("\x00", "").split())
     if not text:
         raise MemoryInputError("text is empty")
     if len(text) > limit:
@@ -112,7 +112,7 @@ class LongTermMemory:
         return None if data is None else data.decode("utf-8", errors="replace")
 
     def _write(self, key: str, text: str) -> None:
-        self.storage.write(key, text.encode("utf-8", errors="replace"))
+        self.storage.write(key, sendable_text(text).encode("utf-8"))
 
     # ------------------------------------------------------------- Memory.md
 
@@ -198,7 +198,7 @@ class LongTermMemory:
         """
         if not isinstance(content, str):
             raise MemoryInputError(f"content must be a string, got {type(content).__name__}")
-        content = content.encode("utf-8", errors="replace").decode("utf-8").replace("\x00", "")
+        content = sendable_text(content).replace("\x00", "")
         with self.storage.lock(self._lock):
             if based_on is not None:
                 content = merge_changes(content, based_on, self.read())

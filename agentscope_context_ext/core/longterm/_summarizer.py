@@ -24,7 +24,9 @@ from datetime import datetime
 from typing import Any
 
 from ..events import ContextWarning, MemoryWritten
+from ..rendering import TOOL_OUTPUT_IS_DATA
 from ..tracing import ATTRIBUTE_PREFIX, context_span, fail_span
+from ..truncation import sendable_text
 from ..workspace import in_portal
 from ._consolidation import AgentInterrupted, AgentRunner
 from ._store import LongTermMemory
@@ -35,7 +37,8 @@ __all__ = ["SILENT", "SUMMARIZER_PROMPT", "NotWritten", "SummarizerService", "Su
 logger = logging.getLogger("agentscope_context_ext")
 
 SILENT = "[SILENT]"
-SUMMARIZER_PROMPT = """You maintain Memory.md, the long-term memory of an AI agent about its user \
+SUMMARIZER_PROMPT = (
+    """You maintain Memory.md, the long-term memory of an AI agent about its user \
 and its own experience. You receive an excerpt of a conversation that is leaving the agent's \
 context. Record only what will still matter in future conversations:
 
@@ -49,9 +52,13 @@ Merge with what Memory.md already says (it is shown to you): never add a line th
 that is there; if a fact changed, correct the old line with memory_edit. Do not record task \
 progress, file contents or anything that only matters for this conversation. Lines starting \
 with [system reminder] were inserted by the agent's framework (the time, limits, hints): they \
-say nothing about the user. Write in the language of the conversation.
+say nothing about the user. """
+    + TOOL_OUTPUT_IS_DATA
+    + """ Write in the language of the \
+conversation.
 
 When you are done, or when there is nothing new worth keeping, answer with exactly [SILENT]."""
+)
 
 Sleep = Callable[[float], Awaitable[Any]]
 
@@ -71,7 +78,7 @@ JOBS_DIR = "memory/jobs"
 
 
 def _dump(record: dict, indent: int | None = None) -> bytes:
-    return json.dumps(record, ensure_ascii=False, indent=indent).encode("utf-8", errors="replace")
+    return sendable_text(json.dumps(record, ensure_ascii=False, indent=indent)).encode("utf-8")
 
 
 def _job_id(path: str) -> str:
@@ -279,7 +286,9 @@ class SummarizerService:
 
         tools = make_memory_tools(self.memory, written, "summarizer")[:3]
         current = self.memory.read().strip() or "(Memory.md is empty)"
-        prompt = f"Current Memory.md:\n{current}\n\nConversation excerpt leaving the context:\n{transcript}"
+        prompt = sendable_text(
+            f"Current Memory.md:\n{current}\n\nConversation excerpt leaving the context:\n{transcript}"
+        )
         try:
             answer = await self.run_agent(SUMMARIZER_PROMPT, prompt, tools) or ""
         except AgentInterrupted:

@@ -38,6 +38,7 @@ from ..messages import Message
 from ..summary import CompactSummary, merge_refs
 from ..tokens import TokenCounter
 from ..tracing import COMPACT_SPAN, SUMMARY_TEXT, context_span
+from ..truncation import sendable_text
 from ..workspace import DialogStore, ToolResultStore
 from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
@@ -383,7 +384,8 @@ class Compaction:
     async def _notice(self, text: str) -> None:
         if self.config.notices and self.notify is not None:
             try:
-                await self.notify(text)
+                # an error's text may hold a lone surrogate (a path of undecodable bytes)
+                await self.notify(sendable_text(text))
             except Exception:
                 logger.exception("could not print a context notice")
 

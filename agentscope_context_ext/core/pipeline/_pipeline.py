@@ -39,6 +39,7 @@ from ..events import (
 )
 from ..provider_errors import LengthRejection
 from ..tokens import TokenCounter
+from ..truncation import sendable_text
 from ..workspace import DialogStore, ToolResultStore, saved_paths
 from ._compaction import Compaction
 from ._faults import SaveFaults
@@ -255,16 +256,20 @@ class ContextPipeline:
         """Stage one on one result as it leaves the tool, before it is printed, streamed to
         AgentScope Studio or stored (the adapter calls this from inside the tool call). What it
         returns is what everyone sees; the memory later adopts the same record. A failure keeps
-        the result whole (the memory's own stage one tries again)."""
-        if not self.config.truncation.enabled:
-            return None
-        try:
-            change, outcome = self.parts.truncator.stage_one_early(slot)
-        except Exception as exc:  # noqa: BLE001 - keep the result whole
-            await self.bus.emit(ContextWarning(where="stage_one", error=repr(exc)[:300]))
-            return None
-        if outcome is not None:
-            await self.bus.emit(ToolResultTruncated(**outcome_data(outcome)))
+        the result whole (the memory's own stage one tries again). A result left whole that
+        holds a lone surrogate comes back made sendable (:func:`sendable_text`): the framework
+        cannot send it or save its state otherwise; a cut one was saved with its bytes first."""
+        change = None
+        if self.config.truncation.enabled:
+            try:
+                change, outcome = self.parts.truncator.stage_one_early(slot)
+            except Exception as exc:  # noqa: BLE001 - keep the result whole
+                await self.bus.emit(ContextWarning(where="stage_one", error=repr(exc)[:300]))
+                outcome = None
+            if outcome is not None:
+                await self.bus.emit(ToolResultTruncated(**outcome_data(outcome)))
+        if change is None and slot.text is not None and sendable_text(slot.text) != slot.text:
+            change = ResultChange(sendable_text(slot.text), slot.media)
         return change
 
     def stage_one_excerpt(self, slot: ResultSlot) -> str | None:

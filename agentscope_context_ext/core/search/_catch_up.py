@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from ..messages import Message, Reminder, Text, Thinking, ToolCall, ToolResult, string_values
 from ..rendering import REMINDER_LABEL
+from ..truncation import sendable_text
 from ..workspace import (
     DIALOG_DIRNAME,
     MESSAGE_DIRNAME,
@@ -74,8 +75,8 @@ def _searchable(part: object) -> str:
 
 def _text(value: object) -> str:
     """``value`` as text SQLite can store (a lone surrogate, kept by the dialog's ASCII
-    escapes, is replaced)."""
-    return str(value).encode("utf-8", errors="replace").decode("utf-8")
+    escapes, becomes U+FFFD)."""
+    return sendable_text(str(value))
 
 
 class CatchUp:

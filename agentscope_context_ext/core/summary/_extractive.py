@@ -19,7 +19,9 @@ Progress items it then drops are carried as one condensed line (``_carry``), nev
 
 Deterministic, and language-neutral: everything is found by structure (tool arguments,
 backticks, paths) rather than by English words; the few labels it writes follow the summary
-language (English or Chinese).
+language (English or Chinese). A line it takes from a tool's output (an error line, a first
+line) is quoted as that tool's words (``tool `bash` said: `...` ``, :func:`~._text.tool_said`):
+the summary is sent as a user message, and a tool's text must not read as the user's.
 """
 
 from __future__ import annotations
@@ -76,8 +78,9 @@ from ._text import (
     relative,
     sentences,
     squash,
+    tool_said,
 )
-from ._worklog import CommandWork, FileWork, OtherCall, WorkLog, build_worklog
+from ._worklog import CommandWork, FileWork, OtherCall, ToolSaid, WorkLog, build_worklog
 
 __all__ = ["DEFAULT_BUDGET_TOKENS", "extractive_summary"]
 
@@ -210,7 +213,9 @@ def _next_step_entries(log: WorkLog, labels: dict[str, str]) -> list[Entry]:
     if log.last_error is not None:
         index, error = log.last_error
         entries.append(
-            Entry("next_steps", index, f"{labels['unresolved']}: `{error}`", P_UNRESOLVED)
+            Entry(
+                "next_steps", index, f"{labels['unresolved']}: {_said(error, labels)}", P_UNRESOLVED
+            )
         )
     if log.statements:
         index, text = log.statements[-1]
@@ -260,7 +265,7 @@ def _file_entry(work: FileWork, labels: dict[str, str], root: str | None) -> Ent
             priority = P_READ_FILE if position == 0 else P_READ_DEFINITION - position * 0.01
             entry.details.append((priority, position, f"`{definition}`", labels["defines"]))
     for position, error in enumerate(work.errors[-2:], start=1000):
-        entry.details.append((P_FILE_ERROR, position, f"`{error}`", labels["failed"] + ":"))
+        entry.details.append((P_FILE_ERROR, position, _said(error, labels), labels["failed"] + ":"))
     if work.saved_output:
         entry.details.append(
             (P_SAVED_OUTPUT, 2000, f"`{work.saved_output}`", labels["saved"] + ":")
@@ -284,32 +289,48 @@ def _command_entry(work: CommandWork, labels: dict[str, str]) -> Entry:
     priority = (P_FAILED_COMMAND if failed else P_COMMAND) + work.last * 1e-4
     entry = Entry("progress", work.first, head, priority, lead=" — ")
     if work.gist and work.outcomes and work.outcomes[-1]:
-        entry.details.append((P_GIST, 0, clip(work.gist, GIST_CHARS), ""))
+        entry.details.append((P_GIST, 0, _said(work.gist, labels, GIST_CHARS), ""))
     if work.saved_output:
         entry.details.append((P_SAVED_OUTPUT, 1, f"`{work.saved_output}`", labels["saved"] + ":"))
     return entry
 
 
 def _call_entry(call: OtherCall, labels: dict[str, str]) -> Entry:
-    head = f"{call.tool}({clip(call.arguments, 160)})" + _outcome(call, labels)
+    # the line starts with the call: what it printed is quoted as "it said"
+    head = f"{call.tool}({clip(call.arguments, 160)})" + _outcome(call, labels, named=False)
     entry = Entry("progress", call.first, head, P_OTHER_CALL + call.last * 1e-4, lead="; ")
     if call.saved_output:
         entry.details.append((P_SAVED_OUTPUT, 1, f"`{call.saved_output}`", labels["saved"] + ":"))
     return entry
 
 
-def _outcome(work: CommandWork | OtherCall, labels: dict[str, str], with_gist: bool = True) -> str:
-    """`` → ok — first line of the output``, `` ×3 → failed 2×: `error`, then ok``, ..."""
+def _outcome(
+    work: CommandWork | OtherCall,
+    labels: dict[str, str],
+    with_gist: bool = True,
+    named: bool = True,
+) -> str:
+    """`` → ok — tool `t` said: `first line` ``, `` ×3 → failed 2×: tool `t` said: `error`,
+    then ok``, ...; ``named`` off: ``it said`` (the line names the call)."""
     outcomes = work.outcomes
     if not outcomes:
         return ""
     times = f" ×{len(outcomes)}" if len(outcomes) > 1 else ""
     failures = outcomes.count(False)
     shown = with_gist and work.gist and outcomes[-1]
-    gist = f" — {clip(work.gist, GIST_CHARS)}" if shown else ""
+    gist = f" — {_said(work.gist, labels, GIST_CHARS, named)}" if shown else ""
     if failures == 0:
         return f"{times} → {labels['ok']}{gist}"
-    detail = f": `{work.error}`" if work.error else ""
+    detail = f": {_said(work.error, labels, named=named)}" if work.error else ""
     if outcomes[-1]:
         return f"{times} → {labels['failed']} {failures}×{detail}, {labels['then']} {labels['ok']}{gist}"
     return f"{times} → {labels['failed']}{detail}"
+
+
+def _said(
+    line: ToolSaid, labels: dict[str, str], limit: int | None = None, named: bool = True
+) -> str:
+    """A line of a tool's output as the summary quotes it (clipped to ``limit`` characters;
+    ``named`` off, or a tool without a name: ``it said``)."""
+    text = line.text if limit is None else clip(line.text, limit)
+    return tool_said(line.tool if named and line.tool else None, text, labels)

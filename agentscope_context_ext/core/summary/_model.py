@@ -2,7 +2,9 @@
 
 It is rendered as ONE user-role message at the head of the context: the five dimensions of the
 design plus critical context, followed by the dialog path guide, the real relative paths and
-line ranges of the raw messages it replaces, so the agent can read any detail back.
+line ranges of the raw messages it replaces, so the agent can read any detail back. What it
+renders and dumps is valid UTF-8 whatever its items hold (a lone surrogate becomes U+FFFD), so
+a framework's state that carries it can always be saved.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
+from ..truncation import sendable_text, sendable_value
 from ..workspace import DialogRef
 
 __all__ = ["SECTION_TITLES", "CompactSummary", "DialogRef", "merge_refs"]
@@ -77,6 +80,11 @@ class CompactSummary(BaseModel):
     compactions: int = 1
     """How many compactions it accumulates."""
 
+    @field_serializer(*SECTION_TITLES, "created_at")
+    def _sendable(self, value: list[str] | str) -> list[str] | str:
+        # model_copy(update=...) does not validate: the text is made sendable on the way out.
+        return sendable_value(value)
+
     def to_markdown(self) -> str:
         """The sections as Markdown (empty sections say so, so the layout never shifts)."""
         parts = []
@@ -84,7 +92,7 @@ class CompactSummary(BaseModel):
             items = getattr(self, name)
             body = "\n".join(f"- {item}" for item in items) if items else "- (none recorded)"
             parts.append(f"## {title}\n{body}")
-        return "\n\n".join(parts)
+        return sendable_text("\n\n".join(parts))
 
     def dialog_guide(self) -> str:
         """The dialog path guide: where the raw messages are and how to read them."""
@@ -109,6 +117,6 @@ class CompactSummary(BaseModel):
             "This is its summary.\n\n"
         )
         guide = self.dialog_guide()
-        return (
+        return sendable_text(
             header + self.to_markdown() + (f"\n\n{guide}" if guide else "") + "\n</context-summary>"
         )

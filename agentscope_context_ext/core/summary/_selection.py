@@ -185,7 +185,10 @@ def add_terms(
     """Fill what is left of the budget with the most salient terms not named yet.
 
     Terms an earlier summary kept come first (they were chosen once already); then the ranked
-    terms of these messages, down to those that passed by once in one output.
+    terms of these messages, down to those that passed by once in one output. A span of several
+    words that only a tool wrote (Markdown in its output) is a quote of the tool, not a name:
+    listed bare, it would read as the summary's own words (the summary quotes a tool's words
+    only as what the tool said, ``_text.tool_said``).
     """
     used = sum(count(entry.render()) + 2 for entry in chosen)
     written = TextIndex("\n".join(entry.render() for entry in chosen))
@@ -200,7 +203,7 @@ def add_terms(
     terms: list[str] = []
     for term in [*kept, *ranked]:
         shown = relative(term, root)
-        if written.mentions(shown):
+        if written.mentions(shown) or (len(term.split()) > 1 and salience.only_output(term)):
             continue
         # Priced by the bytes / 3 bound (a BPE token is rarely under 3 bytes of code), not by
         # tokenizing each of hundreds of candidates: it can only leave budget unused.

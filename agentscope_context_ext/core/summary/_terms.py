@@ -227,6 +227,12 @@ class Salience:
             for tool, n in self._in_outputs.get(term, {}).items()
         )
 
+    def only_output(self, term: str) -> bool:
+        """Whether nobody but a tool (or a framework's reminder) used ``term``: its words are
+        a tool's, not the user's or the agent's."""
+        uses = self._uses.get(term)
+        return bool(uses) and all(source in _OUTPUT_SOURCES for source in uses)
+
     def score(self, term: str) -> float:
         """The salience of ``term``; a ``name/arity`` or ``name()`` form scores at least as much
         as its bare name (it is the same function, named more precisely)."""

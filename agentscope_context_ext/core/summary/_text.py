@@ -1,5 +1,6 @@
 """Text helpers of the summary: sentences, clipping, paths shown relative to a shared root,
-the cue words (English and Chinese) and the labels the summary writes in each language."""
+the cue words (English and Chinese), the labels the summary writes in each language, and the
+one form a tool's own words are quoted in (:func:`tool_said`)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ __all__ = [
     "NEXT_RE",
     "clip",
     "clip_middle",
+    "code_span",
     "common_root",
     "estimate_tokens",
     "relative",
     "sentences",
     "squash",
+    "tool_said",
 ]
 
 CONSTRAINT_RE = re.compile(
@@ -60,6 +63,9 @@ LABELS = {
         "also_read": "Also read",
         "earlier": "Earlier",
         "more": "more, in the Raw Dialog",
+        "tool": "tool",
+        "said": "said",
+        "it_said": "it said",
     },
     "zh": {
         "created": "新建",
@@ -79,6 +85,9 @@ LABELS = {
         "also_read": "另读取",
         "earlier": "更早",
         "more": "项，见原始对话",
+        "tool": "工具",
+        "said": "输出",
+        "it_said": "其输出",
     },
 }
 
@@ -131,3 +140,30 @@ def squash(text: str) -> str:
 def clip(text: str, limit: int) -> str:
     text = squash(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_BACKTICK_RUN_RE = re.compile(r"`+")
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, whatever backticks it holds: fenced by one more
+    backtick than its longest run (CommonMark), so nothing in it can end the span early."""
+    longest = max((len(run) for run in _BACKTICK_RUN_RE.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest and (text.startswith("`") or text.endswith("`")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def tool_said(tool: str | None, text: str, labels: dict[str, str]) -> str:
+    """A line of a tool's output quoted as what the tool printed, never as the summary's own
+    words: ``tool `bash` said: `Error: ...` `` (the line verbatim, in one code span); ``it said:
+    ...`` (``tool`` ``None``) right after the call that printed it, which names the tool.
+
+    The summary is sent as a user message; a tool's output quoted bare in it would read as the
+    user's text, instructions included."""
+    who = (
+        labels["it_said"]
+        if tool is None
+        else f"{labels['tool']} {code_span(tool)} {labels['said']}"
+    )
+    return f"{who}: {code_span(text)}"

@@ -2,7 +2,9 @@
 
 Each tool call and output is read as ``_calls`` classifies it (by the shape of the arguments):
 files with what was done to them, distinct commands with their outcomes, other calls, the last
-plan, the offloaded outputs, and an error nothing succeeded after.
+plan, the offloaded outputs, and an error nothing succeeded after. A line taken from an output
+(an error line, a first line) is kept with the tool that printed it (:class:`ToolSaid`): the
+summary quotes it as that tool's words, never as its own.
 
 Pure: no I/O, no AgentScope, deterministic.
 """
@@ -29,9 +31,17 @@ from ._calls import (
     todo_items,
 )
 
-__all__ = ["CommandWork", "FileWork", "OtherCall", "WorkLog", "build_worklog"]
+__all__ = ["CommandWork", "FileWork", "OtherCall", "ToolSaid", "WorkLog", "build_worklog"]
 
 _MAX_DEFINITIONS = 12
+
+
+@dataclass(frozen=True)
+class ToolSaid:
+    """A line of a tool's output, verbatim, and the tool that printed it."""
+
+    tool: str
+    text: str
 
 
 @dataclass
@@ -46,7 +56,7 @@ class FileWork:
     searches: int = 0
     writes: int = 0
     edits: int = 0
-    errors: list[str] = field(default_factory=list)
+    errors: list[ToolSaid] = field(default_factory=list)
     """First error lines of failed operations on the file."""
     changes: list[tuple[int, str]] = field(default_factory=list)
     """(priority, text) of changed lines: ``old`` -> ``new``, ``+added``, ``-removed``."""
@@ -73,9 +83,9 @@ class CallWork:
     last: int
     outcomes: list[bool] = field(default_factory=list)
     """``True`` for success, in order."""
-    error: str | None = None
+    error: ToolSaid | None = None
     """The first error line of the latest failure."""
-    gist: str | None = None
+    gist: ToolSaid | None = None
     """The first meaningful line of the latest successful output."""
     saved_output: str | None = None
 
@@ -110,7 +120,7 @@ class WorkLog:
     """(status, item) of the latest plan or todo list a tool was given."""
     saved_outputs: list[str] = field(default_factory=list)
     """Every ``tool_result/`` file named by a truncation notice, in order."""
-    last_error: tuple[int, str] | None = None
+    last_error: tuple[int, ToolSaid] | None = None
     """The latest failure (index, first error line), if nothing succeeded after it."""
 
 
@@ -193,7 +203,8 @@ def _record_result(log: WorkLog, index: int, call: ToolCall, result: ToolResult)
     kind, path = classify(call)
     # From the tool's status (the framework's, or the shape of a failure report), never from
     # words inside the content it returned (a docstring that mentions "exit code 2").
-    failure = call_failure(kind, excerpt, result.failed)
+    failed = call_failure(kind, excerpt, result.failed)
+    failure = None if failed is None else ToolSaid(result.name or call.name, failed)
     ok = failure is None
     if ok:
         log.last_error = None
@@ -219,7 +230,8 @@ def _record_result(log: WorkLog, index: int, call: ToolCall, result: ToolResult)
     work.outcomes.append(ok)
     work.saved_output = saved or work.saved_output
     if ok:
-        work.gist = gist(whole)
+        line = gist(whole)
+        work.gist = None if line is None else ToolSaid(result.name or call.name, line)
     else:
         work.error = failure
 

@@ -1,7 +1,9 @@
-"""Tool-result truncation: the pure engine (stage one and two cuts) and its notice format."""
+"""Tool-result truncation: the pure engine (stage one and two cuts) and its notice format, and
+the text every stored or sent text is made of (``sendable_text``: no lone surrogate)."""
 
 from ._engine import (
     DEFAULT_MAX_BYTES,
+    REPLACEMENT,
     RETRUNCATE_SLACK_BYTES,
     count_lines,
     encode_text,
@@ -9,6 +11,7 @@ from ._engine import (
     notice_only,
     retruncate,
     sendable_text,
+    sendable_value,
     truncate_fresh,
     truncate_text_output,
 )
@@ -16,6 +19,7 @@ from ._notice import TRUNCATION_NOTICE_MARKER, TruncationNotice, attach_notice, 
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "REPLACEMENT",
     "RETRUNCATE_SLACK_BYTES",
     "TRUNCATION_NOTICE_MARKER",
     "TruncationNotice",
@@ -26,6 +30,7 @@ __all__ = [
     "notice_only",
     "retruncate",
     "sendable_text",
+    "sendable_value",
     "split_notice",
     "truncate_fresh",
     "truncate_text_output",

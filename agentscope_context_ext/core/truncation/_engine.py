@@ -11,7 +11,9 @@ definition ``read_file`` uses, so line numbers in a notice always mean the same 
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import replace
+from typing import Any
 
 from ._notice import TRUNCATION_NOTICE_MARKER, TruncationNotice, attach_notice, split_notice
 
@@ -21,8 +23,15 @@ DEFAULT_MAX_BYTES = 51200
 RETRUNCATE_SLACK_BYTES = 100
 """Stage two leaves an excerpt alone when it is at most this much over the new limit."""
 
+REPLACEMENT = "\ufffd"
+"""What a lone surrogate becomes in every text this package sends or stores (U+FFFD)."""
+
 _NEWLINE = b"\n"
 _MEASURE_CHUNK = 1 << 18  # characters per slice when measuring a long text's encoded size
+_REPLACEMENT_BYTES = REPLACEMENT.encode("utf-8")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_BYTELESS_RE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+"""Surrogates that stand for no byte (``surrogateescape`` keeps bytes as U+DC80..U+DCFF)."""
 
 
 def truncate_text_output(
@@ -144,7 +153,7 @@ def retruncate(text: str, max_bytes: int, encoding: str = "utf-8") -> str:
     data = encode_text(excerpt, encoding)
     if len(data) <= max_bytes + RETRUNCATE_SLACK_BYTES:
         return text
-    return _cut(data, max_bytes, encoding, replace(old, partial_read=False))
+    return _cut(data, max_bytes, encoding, replace(old, partial_read=False), replaced=True)
 
 
 def notice_only(text: str) -> str | None:
@@ -164,9 +173,15 @@ def notice_only(text: str) -> str | None:
     return attach_notice("", notice)
 
 
-def _cut(data: bytes, max_bytes: int, encoding: str, where: TruncationNotice) -> str:
+def _cut(
+    data: bytes, max_bytes: int, encoding: str, where: TruncationNotice, replaced: bool = False
+) -> str:
     """Cut ``data`` (longer than ``max_bytes``) and attach the notice: ``where`` says where the
-    excerpt starts in the full content; the cut fills in its size and where reading goes on."""
+    excerpt starts in the full content; the cut fills in its size and where reading goes on.
+
+    ``replaced``: ``data`` is an excerpt as it was sent (:func:`sendable_text`), whose U+FFFD
+    may each stand for one byte of the file: a cut inside a line then counts each as one byte,
+    so that reading on never skips a byte (it may show up to two again)."""
     cut = _char_boundary(data, max_bytes, encoding)
     last_newline = data.rfind(_NEWLINE, 0, cut)
     # Back up to the last complete line, unless that throws away more than half the budget
@@ -181,6 +196,8 @@ def _cut(data: bytes, max_bytes: int, encoding: str, where: TruncationNotice) ->
     else:
         line_start = excerpt_data.rfind(_NEWLINE) + 1
         next_byte = cut - line_start + (where.first_byte if newlines == 0 else 0)
+        if replaced and _is_utf8(encoding):
+            next_byte -= 2 * excerpt_data.count(_REPLACEMENT_BYTES, line_start)
     notice = replace(
         where, excerpt_bytes=cut, next_line=where.start_line + newlines, next_byte=next_byte
     )
@@ -220,33 +237,62 @@ def encoded_size(text: str, encoding: str = "utf-8") -> int:
 
 
 def sendable_text(text: str) -> str:
-    """``text`` as it can be sent to a provider and written as UTF-8: lone surrogates (bytes that
-    were not valid text, kept for the saved file) become ``?``; other text is returned as is."""
+    """``text`` as it can be sent to a provider, kept in a framework's JSON state and written as
+    UTF-8: each lone surrogate becomes U+FFFD (:data:`REPLACEMENT`); other text is returned as
+    it is (the same object).
+
+    Lone surrogates are bytes that were not valid text (kept by ``surrogateescape`` so that the
+    saved file gets the original bytes, :func:`encode_text`), or a ``\\ud800`` a tool, a model
+    or a user gave. One character each, so the replacement of a text is the replacement of its
+    pieces, joined.
+    """
     if text.isascii():
         return text
     try:
         text.encode("utf-8")
-        return text
     except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")
+        return _SURROGATE_RE.sub(REPLACEMENT, text)
+    return text
+
+
+def sendable_value(value: Any) -> Any:
+    """``value`` with :func:`sendable_text` applied to every string in it (dict keys and values,
+    list and tuple items, nested); anything else, and a value with nothing to replace, is
+    returned as it is."""
+    if isinstance(value, str):
+        return sendable_text(value)
+    if isinstance(value, dict):
+        pairs = [(sendable_value(k), sendable_value(v)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if isinstance(value, list | tuple):
+        items = [sendable_value(item) for item in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, tuple) else items
+    return value
 
 
 def encode_text(text: str, encoding: str = "utf-8") -> bytes:
     """Encode ``text`` for measuring and saving; never raises.
 
-    Lone surrogates (bytes that were not valid text, decoded with ``surrogateescape``) encode
-    back to the original bytes, so offsets match the file on disk; anything else that cannot be
-    encoded becomes ``?``.
+    Lone surrogates that stand for bytes (decoded with ``surrogateescape``) encode back to the
+    original bytes, so offsets match the file on disk; other lone surrogates become U+FFFD, and
+    anything else the encoding cannot hold ``?``.
     """
-    # Lone surrogates come from bytes that were not valid text (decoded with surrogateescape);
-    # encoding them back gives the original bytes, so offsets match the file on disk.
     try:
         return text.encode(encoding)
     except UnicodeEncodeError:
-        try:
-            return text.encode(encoding, errors="surrogateescape")
-        except UnicodeEncodeError:
-            return text.encode(encoding, errors="replace")
+        pass
+    try:
+        return text.encode(encoding, errors="surrogateescape")
+    except UnicodeEncodeError:
+        kept = _BYTELESS_RE.sub(REPLACEMENT, text)
+    try:
+        return kept.encode(encoding, errors="surrogateescape")
+    except UnicodeEncodeError:
+        return kept.encode(encoding, errors="replace")
 
 
 def _decode(data: bytes, encoding: str) -> str:
@@ -268,11 +314,14 @@ def _check_args(max_bytes: int, start_line: int, start_byte: int) -> None:
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "REPLACEMENT",
     "RETRUNCATE_SLACK_BYTES",
     "TRUNCATION_NOTICE_MARKER",
     "count_lines",
     "encode_text",
     "encoded_size",
+    "sendable_text",
+    "sendable_value",
     "truncate_fresh",
     "truncate_text_output",
 ]
