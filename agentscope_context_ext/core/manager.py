@@ -322,6 +322,8 @@ class ContextManager(ABC):
     @portal
     async def compact_now(self, extra_instruction: str | None = None) -> PromptCount:
         """Compact right away (as far as a pair-safe cut allows), e.g. before a long task.
+        While a compaction runs (a reply's, another ``compact_now``) it waits for that one,
+        then compacts what is left: one compaction at a time per agent.
 
         Args:
             extra_instruction (`str | None`): Added to the compaction model's instruction, e.g.
