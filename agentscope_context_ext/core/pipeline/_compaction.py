@@ -53,7 +53,7 @@ from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
 from ._port import ContextPort
 from ._stage_two import StageTwo
-from ._summary_ahead import SummaryAhead
+from ._summary_ahead import KeptSummary, SummaryAhead
 from ._summary_writer import SummaryResult, SummaryWriter
 from ._tally import PromptCount, TokenTally
 from ._window_size import Window
@@ -308,6 +308,18 @@ class Compaction:
         unless a compaction runs: it extends the summary in place, and swaps itself."""
         if self.ahead is not None and not self.busy:
             self.ahead.swap_late()
+
+    def keep_ahead(self) -> KeptSummary | None:
+        """The summary written ahead taken out, still running, for a served session's next
+        turn (``SummaryAhead.keep``)."""
+        return self.ahead.keep() if self.ahead is not None else None
+
+    def adopt_ahead(self, kept: KeptSummary) -> bool:
+        """Take up the summary a served session's last turn kept (``SummaryAhead.adopt``)."""
+        if self.ahead is None:
+            kept.drop()
+            return False
+        return self.ahead.adopt(kept)
 
     def stop_ahead(self) -> None:
         """Cancel the summary written ahead, if any (its model call is closed)."""
