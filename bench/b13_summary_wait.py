@@ -215,7 +215,8 @@ async def _run(script: Any, side: str, rate: float, scale: float, workdir: Path)
         server.close()
     if side == "2.x":
         compactions = [(end, "llm") for _, end in own_summaries]
-    summary_calls = [(s.started, s.ended) for s in server.served if s.kind == "summary"]
+    # the summary calls that ended (one the run's end cut off has no end yet)
+    summary_calls = [(s.started, s.ended) for s in server.served if s.kind == "summary" and s.ended]
     blocking = own_summaries if side == "2.x" else summary_calls
     waits = [_wait(at, agent_calls, blocking, scale) for at, _ in compactions]
     unused = sum(s.tokens for s in server.served if s.kind == "summary" and s.number not in seen)
@@ -235,7 +236,7 @@ async def _run(script: Any, side: str, rate: float, scale: float, workdir: Path)
         "summary_seconds": [  # the summaries written whole
             (s.ended - s.started) * scale
             for s in server.served
-            if s.kind == "summary" and not s.closed_early
+            if s.kind == "summary" and s.ended and not s.closed_early
         ],
     }
 
