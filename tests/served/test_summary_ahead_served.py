@@ -46,6 +46,30 @@ def files_of(tmp_path: Path, lines: int = 2000) -> Path:
     return files
 
 
+class Reader:
+    """One session of the file reader on the served app: :meth:`turn` runs the next turn
+    (read ``big-<n>.txt``), checks that it completed and collects its notices and the summary
+    sources of its compactions."""
+
+    def __init__(self, served: ServedApp, model: ModelServer) -> None:
+        self.served = served
+        self.agent = served.create_agent("reader", "You read files.")
+        self.session = served.create_session(self.agent, served.create_credential(model.url))
+        self.done = 0
+        self.notices: list[str] = []
+        self.sources: list[str] = []
+
+    def turn(self) -> None:
+        self.done += 1
+        assert self.done <= TURNS, "more turns than files"
+        text = f"TURN-{self.done}: read big-{self.done}.txt"
+        events = self.served.chat(self.agent, self.session, text)
+        assert reply_end(events)["finished_reason"] == "completed"  # it did not wait
+        self.notices += [value["text"] for value in custom(events, "context_ext.notice")]
+        finished = custom(events, "context_ext.compaction_finished")
+        self.sources += [value["summary_source"] for value in finished]
+
+
 def test_a_served_turn_never_waits_for_the_summary_nor_starts_it_again(tmp_path: Path):
     """The summary model never answers here: every turn still ends, each compaction says why
     its summary is extractive, and the one summary call goes on across the turns (kept in the
@@ -61,23 +85,18 @@ def test_a_served_turn_never_waits_for_the_summary_nor_starts_it_again(tmp_path:
         return answer(request)
 
     factory = context_middleware_factory(CONFIG)
-    notices: list[str] = []
     try:
         with (
             ModelServer("openai", respond) as model,
             ServedApp(tmp_path / "app", extra_agent_middlewares=factory) as served,
         ):
-            credential = served.create_credential(model.url)
-            agent = served.create_agent("reader", "You read files.")
-            session = served.create_session(agent, credential)
-            for turn in range(1, 9):
-                events = served.chat(agent, session, f"TURN-{turn}: read big-{turn}.txt")
-                assert reply_end(events)["finished_reason"] == "completed"
-                notices += [value["text"] for value in custom(events, "context_ext.notice")]
+            reader = Reader(served, model)
+            for _ in range(8):
+                reader.turn()
     finally:
         release.set()
-    compacted = [text for text in notices if "compacted" in text]
-    assert compacted, notices
+    compacted = [text for text in reader.notices if "compacted" in text]
+    assert compacted, reader.notices
     # the model never answered: extraction at once, saying why
     assert all("the summary written ahead was not ready" in text for text in compacted)
     assert len(summary_calls) == 1, "kept running from turn to turn, never asked again"
@@ -119,35 +138,17 @@ def test_a_summary_slower_than_a_turn_is_used_by_a_later_turns_compaction(tmp_pa
     answer = scripted(files_of(tmp_path, lines=40))  # each turn a step towards the trigger
     held = HeldSummary()
     factory = context_middleware_factory(CONFIG, compaction_model=ScriptedChatModel(held.respond))
-    sources: list[str] = []
-    notices: list[str] = []
     with (
         ModelServer("openai", answer) as model,
         ServedApp(tmp_path / "app", extra_agent_middlewares=factory) as served,
     ):
-        credential = served.create_credential(model.url)
-        agent = served.create_agent("reader", "You read files.")
-        session = served.create_session(agent, credential)
-        turn = 0
+        reader = Reader(served, model)
         while not held.asked.is_set():  # turns until the summary is asked for
-            turn += 1
-            assert turn < TURNS, "no summary was written ahead"
-            events = served.chat(agent, session, f"TURN-{turn}: read big-{turn}.txt")
-            assert reply_end(events)["finished_reason"] == "completed"  # it did not wait
-            sources += [
-                e["summary_source"] for e in custom(events, "context_ext.compaction_finished")
-            ]
-        assert sources == [], "asked for ahead of the compaction it is for"
+            reader.turn()
+        assert reader.sources == [], "asked for ahead of the compaction it is for"
         held.release()
         assert held.answered.wait(60)  # (a failure, not a wait, if it hangs)
-        while not sources:  # turns until the compaction it was written for
-            turn += 1
-            assert turn <= TURNS, "no compaction came"
-            events = served.chat(agent, session, f"TURN-{turn}: read big-{turn}.txt")
-            assert reply_end(events)["finished_reason"] == "completed"
-            sources += [
-                e["summary_source"] for e in custom(events, "context_ext.compaction_finished")
-            ]
-            notices += [value["text"] for value in custom(events, "context_ext.notice")]
-    assert sources[0] == "llm", notices
+        while not reader.sources:  # turns until the compaction it was written for
+            reader.turn()
+    assert reader.sources[0] == "llm", reader.notices
     assert held.calls == 1 and held.cancelled == 0

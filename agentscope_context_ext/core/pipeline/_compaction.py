@@ -489,6 +489,7 @@ class Compaction:
     async def _changed(self, count: PromptCount) -> _Changed:
         """The context changed under the compaction: said, and started over by the caller."""
         await self.bus.emit(CompactionFailed(reason=_Changed.CONTEXT.value, tokens=count.total))
+        await self._notice("[context] the context changed while compacting: starting over.")
         return _Changed.CONTEXT
 
     def _write_summary_file(self, summary: CompactSummary) -> None:
