@@ -34,7 +34,6 @@ wait < 1 s at 25 tokens/s and >= 90% of their compactions model-written. 2.x onl
 from __future__ import annotations
 
 import asyncio
-import re
 import statistics
 import tempfile
 import time
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ._major import agentscope_major, agentscope_version
-from ._paced_server import PacedServer
+from ._paced_server import MEMO_MARK, PacedServer
 from ._replayed import next_reply, replayed_tool
 from .b8_own_compression import RESERVE, TRIGGER, _coding_scripts, own_summary_answer
 
@@ -59,7 +58,6 @@ SIDES = ("ours", "synchronous", "2.x", SERVED)
 TURN_CALLS = 2
 """The served row's turns make at most this many recorded agent calls, then answer: most turns
 take less than a summary's writing (66 s at 25 tokens/s, 17 s at 100)."""
-_MARK = re.compile(r"memo r(\d+)")
 
 
 def _output_tokens(blocks: list[Any], count: Any) -> int:
@@ -117,7 +115,7 @@ async def _run(script: Any, side: str, rate: float, scale: float, workdir: Path)
 
     def look(summary: Any) -> None:
         if summary is not None:
-            seen.update(int(n) for n in _MARK.findall(summary.render()))
+            seen.update(int(n) for n in MEMO_MARK.findall(summary.render()))
 
     async def respond(call: Any) -> Any:
         started = time.perf_counter()
@@ -219,7 +217,12 @@ async def _run(script: Any, side: str, rate: float, scale: float, workdir: Path)
     summary_calls = [(s.started, s.ended) for s in server.served if s.kind == "summary" and s.ended]
     blocking = own_summaries if side == "2.x" else summary_calls
     waits = [_wait(at, agent_calls, blocking, scale) for at, _ in compactions]
-    unused = sum(s.tokens for s in server.served if s.kind == "summary" and s.number not in seen)
+    # a summary was used when its memo reached the context, or a used summary extends it
+    summaries = [s for s in server.served if s.kind == "summary"]
+    for later in sorted(summaries, key=lambda s: -s.number):
+        if later.number in seen:
+            seen.update(later.based_on)
+    unused = sum(s.tokens for s in summaries if s.number not in seen)
     aheads = [m.manager.pipeline.parts.compaction.ahead for m in middlewares if m.manager]
     return {
         "compactions": len(compactions),
