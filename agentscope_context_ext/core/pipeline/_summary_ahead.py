@@ -451,10 +451,10 @@ class SummaryAhead:
 class SummaryShelf:
     """The summaries written ahead that one served worker keeps between the turns of its
     sessions, one per session (``key``): a served agent is rebuilt every turn, and a summary
-    slower than a turn, cancelled at each turn's end, was never used. One kept is dropped (its
-    task cancelled, its pending file deleted) when the session's next turn does not take it
-    within its ``timeout`` of being written (or kept, if later); one whose task its event loop
-    cancelled (the worker stopping) is forgotten, its pending file left to
+    slower than a turn would never be used if each turn's end cancelled it. One kept is
+    dropped (its task cancelled, its pending file deleted) when the session's next turn does
+    not take it within its ``timeout`` of being written (or kept, if later); one whose task its
+    event loop cancelled (the worker stopping) is forgotten, its pending file left to
     ``DialogStore.sweep_pending``."""
 
     def __init__(self) -> None:
