@@ -7,7 +7,8 @@ Two kinds of request, told apart by the system message:
 
 - a **summary** (this package's compaction prompt): a six-section memo of ``memo_tokens``
   tokens (half the ``max_tokens`` the request carries: the summary's budget), each carrying the
-  request's number (``memo r7``) so the caller can tell which answers were used;
+  request's number (``memo r7``) so the caller can tell which answers were used (the numbers of
+  the memos a summary's request carries are recorded: the summary it extends was used too);
 - anything else (the replayed agent's own step, :func:`pace`): ``n`` filler tokens, the
   ``max_tokens`` the request asks for.
 
@@ -18,15 +19,18 @@ closed it first). Standard library only, as ``bench/_replayed.py``.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["COMPACTION_MARKER", "PacedServer", "Served"]
+__all__ = ["COMPACTION_MARKER", "MEMO_MARK", "PacedServer", "Served"]
 
 COMPACTION_MARKER = "You compact the earlier part"
+MEMO_MARK = re.compile(r"memo r(\d+)")
+"""A memo's mark of its request's number (``memo r7``)."""
 TICK = 0.05
 """Seconds between two chunks (the chunk holds what the pace writes in that time)."""
 WORD = "token "
@@ -45,6 +49,8 @@ class Served:
     tokens: int = 0
     """Tokens written before the answer ended or the client went away."""
     closed_early: bool = False
+    based_on: tuple[int, ...] = ()
+    """A summary's: the numbers of the memos its request carried (the summary it extends)."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -95,6 +101,8 @@ class PacedServer:
             self.served.append(record)
         record.started = time.perf_counter()
         if record.kind == "summary":
+            asked = "\n".join(str(m.get("content")) for m in messages)
+            record.based_on = tuple(sorted({int(n) for n in MEMO_MARK.findall(asked)}))
             pieces = _memo(number, max(cap // 2, 64))
         else:
             pieces = [WORD] * max(cap, 1)

@@ -26,6 +26,10 @@ worker, or after a restart, continues where the last one stopped.
 Each session's file tools (``read_file``; serve's ``list_dir`` and ``grep``) see their roots
 minus the service's folders (every agent's workspace, a store folder of ours, our cache), except
 the session's own folder (:func:`session_boundary`, design §11.4).
+
+What does live in the worker is the summary written ahead (design §4.6): one still written when
+a turn ends is kept on the factory's :class:`SummaryShelf` and taken up by the session's next
+turn in this process (:class:`ServedMiddleware`); a turn served elsewhere starts its own.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from agentscope.tool import LocalBackend
 from ..core.config import ContextConfig
 from ..core.errors import ConfigError, ContextExtError
 from ..core.longterm import NOTES_DIRNAME
+from ..core.pipeline import SummaryShelf
 from ..core.search import HistoryScope, history_key, safe_id
 from ..core.tracing import tracing_enabled
 from ..core.workspace import (
@@ -59,6 +64,7 @@ from ..core.workspace import (
     portal,
     private_cache_folder,
 )
+from ._manager import AgentManager
 from ._middleware import ContextMiddleware
 from ._mirror import WorkspaceMirror
 from ._refusal import RefusedTurn
@@ -87,6 +93,32 @@ MemoryScope = Literal["agent", "user"]
 MiddlewareFactory = Callable[[str, str, str, Any], Awaitable[list[MiddlewareBase]]]
 """What ``create_app(extra_agent_middlewares=...)`` takes: ``(user_id, agent_id, session_id,
 workspace) -> [middleware]``."""
+
+
+class ServedMiddleware(ContextMiddleware):
+    """The middleware of one served turn (``per_turn``): its agent takes up the summary
+    written ahead that the session's last turn kept on ``shelf``, and keeps its own there when
+    the turn ends (``ContextManager.carry_summary``).
+
+    Args:
+        shelf (`SummaryShelf`): The worker's (the factory's) summaries kept between turns.
+        session (`tuple[str, str, str]`): ``(user_id, agent_id, session_id)``.
+        *args, **kwargs: As :class:`ContextMiddleware` (``per_turn`` is on).
+    """
+
+    def __init__(
+        self, *args: Any, shelf: SummaryShelf, session: tuple[str, str, str], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, per_turn=True, **kwargs)
+        self.shelf = shelf
+        self.session = session
+
+    def bind(self, agent: Any) -> AgentManager:
+        fresh = self.manager is None
+        manager = super().bind(agent)
+        if fresh:
+            manager.carry_summary(self.shelf, self.session)
+        return manager
 
 
 def context_middleware_factory(
@@ -156,6 +188,7 @@ def context_middleware_factory(
     if isinstance(tools, str):
         raise ConfigError(f"tools: a list of tool names, not one string ({tools!r})")
     keep = ToolFilter(tools) if tools is not None else None
+    shelf = SummaryShelf()  # this worker's summaries written ahead, between turns
 
     @portal  # the session's registration waits on the loop, like the turn's calls
     async def factory(
@@ -177,12 +210,13 @@ def context_middleware_factory(
             )
         except ContextExtError as exc:  # said on the turn's stream, not "setup failed"
             return [RefusedTurn(exc)]
-        middleware = ContextMiddleware(
+        middleware = ServedMiddleware(
             settings,
             compaction_model=compaction_model,
             placement=placement,
             print_notices=False,
-            per_turn=True,
+            shelf=shelf,
+            session=(str(user_id), str(agent_id), str(session_id)),
         )
         # create_app adds no tracing of its own: with a tracer provider installed (trace_to,
         # ``serve --studio-url``), each turn is traced, its spans around ours (design §9.1).

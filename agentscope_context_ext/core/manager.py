@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from .pipeline import (
     CallModel,
     ContextPort,
     PromptCount,
+    SummaryShelf,
     build_pipeline,
     tool_name,
 )
@@ -117,6 +118,7 @@ class ContextManager(ABC):
     per_turn: bool = False
     _admitted: bool | None = None
     """What :meth:`admits` found (``None``: not looked yet)."""
+    _shelf: tuple[SummaryShelf, Hashable] | None = None
 
     def __init__(
         self,
@@ -366,6 +368,8 @@ class ContextManager(ABC):
     @portal
     async def compact_now(self, extra_instruction: str | None = None) -> PromptCount:
         """Compact right away (as far as a pair-safe cut allows), e.g. before a long task.
+        While a compaction runs (a reply's, another ``compact_now``) it waits for that one,
+        then compacts what is left: one compaction at a time per agent.
 
         Args:
             extra_instruction (`str | None`): Added to the compaction model's instruction, e.g.
@@ -412,20 +416,42 @@ class ContextManager(ABC):
             return None
         return await self.long_term_service.consolidate()
 
+    def carry_summary(self, shelf: SummaryShelf, key: Hashable) -> None:
+        """A served session's turn (``per_turn``): take up the summary written ahead that its
+        last turn kept on ``shelf`` under ``key`` (used only if this context is the one it was
+        kept from), and keep this turn's there at its end instead of cancelling it."""
+        kept = shelf.take(key)
+        if kept is not None:
+            self.pipeline.parts.compaction.adopt_ahead(kept)
+        self._shelf = (shelf, key)
+
+    def _keep_summary(self) -> bool:
+        """The summary written ahead kept for the session's next turn (:meth:`carry_summary`);
+        ``False`` when there is no shelf to keep it on."""
+        if self._shelf is None:
+            return False
+        shelf, key = self._shelf
+        kept = self.pipeline.parts.compaction.keep_ahead()
+        if kept is not None:
+            shelf.put(key, kept)
+        return True
+
     @portal
     async def end_turn(self) -> None:
-        """A served turn is over (``per_turn``): the summary written ahead cancelled (the
-        next turn starts it again), the Summarizer's jobs awaited, a due daily consolidation
-        run, long-term memory stopped."""
-        await self.pipeline.stop_background()
+        """A served turn is over (``per_turn``): the summary written ahead kept for the
+        session's next turn (:meth:`carry_summary`) or else cancelled, the Summarizer's jobs
+        awaited, a due daily consolidation run, long-term memory stopped."""
+        if not self._keep_summary():
+            await self.pipeline.stop_background()
         if self.long_term_service is not None:
             await self.long_term_service.end_turn()
 
     def abandon_turn(self) -> None:
         """A served turn was interrupted: nothing is awaited (the Summarizer's jobs finish in the
         background; a dead worker's stay journaled for the next turn); the scheduler stops,
-        the summary written ahead is cancelled."""
-        self.pipeline.parts.compaction.stop_ahead()
+        the summary written ahead is kept for the next turn (or else cancelled)."""
+        if not self._keep_summary():
+            self.pipeline.parts.compaction.stop_ahead()
         if self.long_term_service is not None:
             self.long_term_service.abandon_turn()
 

@@ -360,3 +360,105 @@ def test_after_a_failed_summary_the_next_one_is_started(tmp_path) -> None:
     assert ahead.stats.failed == 1 and ahead.failures == 0  # it answered since
     assert ahead.stats.used >= 1
     assert agent.manager.stats.counts["warning"] == 0  # a model's error is a failed attempt
+
+
+# --------------------------------------------- kept between served turns (issue 50), in core
+
+
+def kept_from(msgs: list[Message], answer: asyncio.Event, discarded: list[str]) -> Any:
+    """A pipeline's SummaryAhead over ``msgs`` writing the summary of the first four (its
+    model answers once ``answer`` is set), taken out as a served turn's end does."""
+    from agentscope_context_ext.core.pipeline._window_size import Window
+
+    async def call_model(instruction: str, content: str) -> str:
+        await answer.wait()
+        return (
+            "## Goal\n- look at the modules\n## Constraints\n- none\n## Progress\n- read them\n"
+            "## Key Decisions\n- none\n## Next Steps\n- go on\n## Critical Context\n- none\n"
+        )
+
+    writer = SummaryWriter(call_model, get_token_counter("auto"), 16384, 800, timeout=0.05)
+    ahead = SummaryAhead(
+        writer, Port(msgs), lambda path: None, Window(16384, 0.8), discarded.append
+    )
+    ahead.start([m.id for m in msgs[:4]], msgs[:4], None)
+    ahead._job.pending_file = "dialog/pending/p1.jsonl"
+    return ahead.keep()
+
+
+def next_turn(
+    msgs: list[Message], summary: Any = None, discarded: list[str] | None = None
+) -> SummaryAhead:
+    """The next turn's SummaryAhead over ``msgs`` (its deletions of pending files in
+    ``discarded``)."""
+    from agentscope_context_ext.core.pipeline._window_size import Window
+
+    writer = SummaryWriter(None, get_token_counter("auto"), 16384, 800)
+    port = Port(msgs)
+    port.summary = summary
+    gone = discarded if discarded is not None else []
+    return SummaryAhead(writer, port, lambda path: None, Window(16384, 0.8), gone.append)
+
+
+def test_a_kept_summary_is_taken_up_only_by_the_context_it_was_kept_from() -> None:
+    from agentscope_context_ext.core.summary import CompactSummary
+
+    async def main() -> None:
+        msgs = views(8)
+        answer, discarded = asyncio.Event(), []
+        # the next turn's context: the same messages and more
+        kept = kept_from(msgs[:6], answer, discarded)
+        task = kept.job.task
+        used: list[str] = []
+        ahead = next_turn(msgs, discarded=used)
+        assert ahead.adopt(kept) and ahead.pending and ahead._job.task is task
+        answer.set()
+        await asyncio.wait({task})
+        assert ahead.use([m.id for m in msgs[:5]], msgs[:5], None).summary.source == "llm"
+        assert used == ["dialog/pending/p1.jsonl"] and discarded == []  # used, file gone
+        # another summary in place (a turn served elsewhere compacted): dropped, not used
+        for other in (
+            next_turn(msgs, CompactSummary(goal=["elsewhere"])),
+            next_turn(msgs[2:]),  # its oldest messages compacted elsewhere
+            next_turn(msgs[:3]),  # an older state
+        ):
+            discarded.clear()
+            kept = kept_from(msgs[:6], asyncio.Event(), discarded)
+            task = kept.job.task
+            assert not other.adopt(kept) and not other.active
+            await asyncio.wait({task})
+            assert task.cancelled() and discarded == ["dialog/pending/p1.jsonl"]
+
+    asyncio.run(main())
+
+
+def test_the_shelf_drops_what_no_turn_takes_and_forgets_what_its_loop_cancelled() -> None:
+    from agentscope_context_ext.core.pipeline import SummaryShelf
+
+    shelf = SummaryShelf()
+
+    async def main() -> None:
+        msgs = views(6)
+        answer, discarded = asyncio.Event(), []
+        dropped = asyncio.Event()
+        kept = kept_from(msgs, answer, [])
+        kept.discard = lambda key: (discarded.append(key), dropped.set())
+        shelf.put(("user", "agent", "s1"), kept)
+        # a newer one for the same session replaces it: the older is dropped at once
+        newer = kept_from(msgs, answer, discarded)
+        shelf.put(("user", "agent", "s1"), newer)
+        assert len(shelf) == 1 and discarded == ["dialog/pending/p1.jsonl"]
+        assert kept.job is None
+        discarded.clear()
+        dropped.clear()
+        newer.discard = kept.discard
+        # written, then not taken within its timeout (0.05 s here): dropped, file deleted
+        answer.set()
+        async with asyncio.timeout(60):  # (a failure, not a wait, if it hangs)
+            await dropped.wait()
+        assert len(shelf) == 0 and discarded == ["dialog/pending/p1.jsonl"]
+        # one still written when the loop ends stays on the shelf until the loop cancels it
+        shelf.put(("user", "agent", "s2"), kept_from(msgs, asyncio.Event(), []))
+
+    asyncio.run(main())
+    assert len(shelf) == 0, "cancelled with its loop: forgotten"

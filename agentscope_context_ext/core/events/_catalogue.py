@@ -149,7 +149,8 @@ class CompactionFailed(ContextEvent):
     type: ClassVar[str] = "compaction_failed"
     level: ClassVar[int] = logging.WARNING
     reason: str
-    """``dialog write failed``, ``summary failed`` or ``summary not smaller``."""
+    """``dialog write failed``, ``summary failed``, ``summary not smaller`` or ``context
+    changed`` (what it folds or extends changed under it: it started over)."""
     tokens: int
     error: str = ""
     summary_tokens: int = 0

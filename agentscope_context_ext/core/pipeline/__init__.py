@@ -20,6 +20,7 @@ from ._slots import (
     outcome_data,
 )
 from ._stage_two import StageTwo
+from ._summary_ahead import KeptSummary, SummaryShelf
 from ._summary_writer import CallModel, SummaryResult, SummaryWriter, final_response
 from ._tally import PromptCount, TokenTally, message_bound
 from ._tool_results import ResultTruncator, StreamAllowance
@@ -35,6 +36,7 @@ __all__ = [
     "ContextPipeline",
     "ContextPort",
     "CutItem",
+    "KeptSummary",
     "PipelineParts",
     "PrefixCost",
     "PromptCount",
@@ -48,6 +50,7 @@ __all__ = [
     "StageTwo",
     "StreamAllowance",
     "SummaryResult",
+    "SummaryShelf",
     "SummaryWriter",
     "TextSlot",
     "TokenTally",

@@ -15,14 +15,24 @@ not be smaller than what it replaces is not used. A compaction cancelled while t
 being written (the caller gave up) stops there: the messages are still in memory, and their
 copy in ``dialog/`` is a duplicate the reader recognises, never a loss.
 
+One compaction at a time per agent: one asked for while another runs (``compact_now`` during a
+reply's, a reply's during ``compact_now``, two ``compact_now``) waits for it, then counts again
+and compacts if it is still due (a forced one: as asked). After every wait inside a compaction
+the messages it folds must still be the oldest and the summary it extends still the one in
+place; when they are not (a state loaded while the summary was written) it starts over, and its
+dialog lines are duplicates, never a loss.
+
 One module on purpose: the order of its steps is what keeps data safe (design §4.4), and it reads best
 in one place.
 """
 
 from __future__ import annotations
 
+import asyncio
+import enum
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..config import ContextConfig
@@ -44,7 +54,7 @@ from ._cut import CutItem, choose_cut
 from ._faults import SaveFaults
 from ._port import ContextPort
 from ._stage_two import StageTwo
-from ._summary_ahead import SummaryAhead
+from ._summary_ahead import KeptSummary, SummaryAhead
 from ._summary_writer import SummaryResult, SummaryWriter
 from ._tally import PromptCount, TokenTally
 from ._window_size import Window
@@ -61,6 +71,15 @@ MIN_COMPACTABLE_SHARE = 0.02
 """Compaction is pointless when less than this share of the window could be removed."""
 RETRY_GROWTH_SHARE = 0.05
 """After a failed compaction, retry only once the prompt grew by this share of the window."""
+ATTEMPTS = 3
+"""A compaction whose messages or summary changed under it starts over at most this often."""
+
+
+class _Changed(enum.Enum):
+    """What a compaction returns when the context changed under it (it starts over)."""
+
+    CONTEXT = "context changed"
+
 
 Notify = Callable[[str], Awaitable[None]]
 
@@ -114,6 +133,12 @@ class Compaction:
         self.window = window
         self.notify = notify
         self._failed_at: int | None = None
+        self._lock: asyncio.Lock | None = None
+        self._lock_loop: weakref.ref | None = None
+        self._owner: asyncio.Task | None = None
+        """The task whose compaction runs now."""
+        self._runs = 0
+        """Compactions run (or found not due): one that waited sees whether another ran."""
         self.ahead: SummaryAhead | None = None
         """The summary written ahead (``compaction.background_summary`` with a model)."""
         if config.compaction.background_summary and writer.call_model is not None:
@@ -129,6 +154,12 @@ class Compaction:
         """Compaction starts above this many prompt tokens."""
         return self.window.trigger_tokens
 
+    @property
+    def busy(self) -> bool:
+        """Whether a compaction runs now (on this event loop)."""
+        owner = self._owner
+        return owner is not None and not owner.done() and owner.get_loop() is _running_loop()
+
     async def run(
         self,
         sys_prompt: str,
@@ -136,13 +167,59 @@ class Compaction:
         count: PromptCount,
         extra_instruction: str | None = None,
         force: bool = False,
+        above: int | None = None,
     ) -> PromptCount:
-        """Compact (if any message can go) and return the new count.
+        """Compact (if any message can go) and return the new count. One at a time: while
+        another compaction runs this one waits, then counts again and goes on only if the
+        prompt is still above ``above`` (a forced one goes on as asked).
 
         Args:
             force (`bool`): Keep only the newest message and what it needs (``compact_now``),
                 and ignore the retry delay after a failure.
+            above (`int | None`): The point the caller compacts above (default: the trigger).
         """
+        if self._owner is not None and self._owner is _current_task():
+            # asked from inside the compaction (an event's listener): waiting would never end
+            await self._notice("[context] not compacted: a compaction is running in this step.")
+            return count
+        point = self.trigger_tokens if above is None else above
+        runs = self._runs
+        async with self._loop_lock():
+            self._owner = _current_task()
+            try:
+                if self._runs != runs:  # another compaction ran while this one waited
+                    count = await self.count(sys_prompt, tools)
+                    if not force and count.total <= point:
+                        return count
+                for _ in range(ATTEMPTS):
+                    after = await self._run(sys_prompt, tools, count, extra_instruction, force)
+                    if not isinstance(after, _Changed):
+                        return after
+                    count = await self.count(sys_prompt, tools)  # start over
+                    if not force and count.total <= point:
+                        break
+                return count
+            finally:
+                self._owner = None
+                self._runs += 1
+
+    def _loop_lock(self) -> asyncio.Lock:
+        """The lock of the running event loop (a script's next ``asyncio.run`` is another loop,
+        where the last one's lock cannot be waited for)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is None or self._lock_loop() is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), weakref.ref(loop)
+        return self._lock
+
+    async def _run(
+        self,
+        sys_prompt: str,
+        tools: list[dict] | None,
+        count: PromptCount,
+        extra_instruction: str | None,
+        force: bool,
+    ) -> PromptCount | _Changed:
+        """One attempt of :meth:`run` (under its lock)."""
         window = self.max_input_tokens
         if (
             not force
@@ -176,6 +253,8 @@ class Compaction:
                 extra_instruction,
                 force,
             )
+            if isinstance(after, _Changed):
+                return after
             if span is not None and after is not None and self.port.summary is not None:
                 # what the model reads from now on in place of the compacted messages
                 span.set_attribute(SUMMARY_TEXT, self.port.summary.render())
@@ -203,9 +282,10 @@ class Compaction:
         return ids, items, budget
 
     async def look_ahead(self, count: PromptCount) -> None:
-        """Start the summary of the next fold near the trigger (``SummaryAhead.look_ahead``)."""
+        """Start the summary of the next fold near the trigger (``SummaryAhead.look_ahead``);
+        nothing while a compaction runs (what it would cover is being folded)."""
         ahead = self.ahead
-        if ahead is None:
+        if ahead is None or self.busy:
             return
         await ahead.look_ahead(count, self._plan, self._save_ahead)
         errors, ahead.errors = ahead.errors, []
@@ -223,6 +303,24 @@ class Compaction:
             return None
         self.faults.saved("dialog")
         return pending_file
+
+    def swap_late(self) -> None:
+        """A late model summary in place of the extractive one now (``SummaryAhead.swap_late``),
+        unless a compaction runs: it extends the summary in place, and swaps itself."""
+        if self.ahead is not None and not self.busy:
+            self.ahead.swap_late()
+
+    def keep_ahead(self) -> KeptSummary | None:
+        """The summary written ahead taken out, still running, for a served session's next
+        turn (``SummaryAhead.keep``)."""
+        return self.ahead.keep() if self.ahead is not None else None
+
+    def adopt_ahead(self, kept: KeptSummary) -> bool:
+        """Take up the summary a served session's last turn kept (``SummaryAhead.adopt``)."""
+        if self.ahead is None:
+            kept.drop()
+            return False
+        return self.ahead.adopt(kept)
 
     def stop_ahead(self) -> None:
         """Cancel the summary written ahead, if any (its model call is closed)."""
@@ -254,8 +352,9 @@ class Compaction:
         kept: int,
         extra_instruction: str | None,
         forced: bool,
-    ) -> PromptCount | None:
-        """One compaction of ``old``; the count after it (``None`` when nothing changed)."""
+    ) -> PromptCount | _Changed | None:
+        """One compaction of ``old``; the count after it (``None`` when nothing changed,
+        ``_Changed`` when the context changed under it: the caller starts over)."""
         started = time.perf_counter()
         await self.bus.emit(
             CompactionStarted(
@@ -276,6 +375,8 @@ class Compaction:
             f"[context] {why}: summarising {len(old)} older message(s), keeping the newest {kept}."
         )
         previous = self.port.summary
+        if not self._folds(old, previous):
+            return await self._changed(count)
         native = self.port.native(old)
         # SaveDialog (design §4.4): raw messages to disk first, durably, before the model is called
         # (a write that fails must not cost a summary) ...
@@ -295,6 +396,8 @@ class Compaction:
             return None
         self.faults.saved("dialog")
         await self.bus.emit(DialogSaved(messages=len(old), refs=tuple(str(ref) for ref in refs)))
+        if not self._folds(old, previous):
+            return await self._changed(count)
         # ... then the summary, which reads truncated outputs whole again: it must not lose what
         # an excerpt cut. A cancellation here (the caller gave up waiting for the summary model)
         # leaves the messages in memory: their copy in dialog/ is a duplicate, never a loss ...
@@ -313,6 +416,8 @@ class Compaction:
                 CompactionFailed(reason="summary failed", error=repr(exc)[:300], tokens=count.total)
             )
             return None
+        if not self._folds(old, previous):  # another fold, or another state, meanwhile
+            return await self._changed(count)
         # (the writer carried the previous references over) ...
         summary = result.summary.model_copy(
             update={"dialog_refs": merge_refs([*result.summary.dialog_refs, *refs])}
@@ -372,6 +477,22 @@ class Compaction:
         )
         return after
 
+    def _folds(self, old: Sequence[str], previous: CompactSummary | None) -> bool:
+        """Whether a fold of ``old`` into ``previous`` is still about the context: they are
+        still its oldest messages, and ``previous`` still the summary in place."""
+        summary = self.port.summary
+        if summary is not previous and (
+            summary is None or previous is None or summary.render() != previous.render()
+        ):
+            return False
+        return self.port.message_ids()[: len(old)] == list(old)
+
+    async def _changed(self, count: PromptCount) -> _Changed:
+        """The context changed under the compaction: said, and started over by the caller."""
+        await self.bus.emit(CompactionFailed(reason=_Changed.CONTEXT.value, tokens=count.total))
+        await self._notice("[context] the context changed while compacting: starting over.")
+        return _Changed.CONTEXT
+
     def _write_summary_file(self, summary: CompactSummary) -> None:
         """``<workspace>/summary.md``: the latest summary, for people (``inspect``)."""
         try:
@@ -397,3 +518,14 @@ def cut_item(msg: Message, tokens: int) -> CutItem:
         tuple(call.id for call in msg.tool_calls),
         tuple(result.id for result in msg.tool_results),
     )
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _current_task() -> asyncio.Task | None:
+    return asyncio.current_task() if _running_loop() is not None else None

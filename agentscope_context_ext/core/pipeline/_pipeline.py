@@ -122,8 +122,8 @@ class ContextPipeline:
             await stage_two.run()
         cost = self._cost()
         compaction = self.parts.compaction
-        if compaction.ahead is not None and cost.price >= 1.0:
-            compaction.ahead.swap_late()  # no prompt caching: a late model summary in at once
+        if cost.price >= 1.0:
+            compaction.swap_late()  # no prompt caching: a late model summary in at once
         # Exact from where the cost model learns the pace (below the trigger when it may wait,
         # or when a summary is written ahead: how far the prompt may grow while it is).
         exact_above = cost.exact_above
@@ -146,7 +146,7 @@ class ContextPipeline:
                 point = self._point(cost, count)
         compactions = self.bus.stats.compactions
         if self.config.compaction.enabled and count.total > point:
-            count = await compaction.run(sys_prompt, tools, count)
+            count = await compaction.run(sys_prompt, tools, count, above=point)
         compacted = self.bus.stats.compactions != compactions
         if compacted:
             cost.after_compaction = count.total

@@ -21,28 +21,32 @@ compaction that removes them writes them there; the pending file goes with the s
 A summary model that failed twice in a row (an error, an unusable answer, the timeout) is not
 waited for again until it answers once: the background attempts go on, compactions are
 extractive meanwhile. A task that can no longer be used (a forced compaction, another
-conversation loaded, the agent detached, a served turn's end) is cancelled, which closes its
-model call; none outlives its owner. One left running when a non-served reply ended goes on
-while the event loop lives (``asyncio.run`` ending cancels it, its call closed: the next step
-starts another); a result that arrived before the loop ended is used.
+conversation loaded, the agent detached) is cancelled, which closes its model call. One left
+running when a non-served reply ended goes on while the event loop lives (``asyncio.run``
+ending cancels it, its call closed: the next step starts another); a result that arrived before
+the loop ended is used. A served agent is rebuilt every turn: at a turn's end its summary is
+kept, still running, on the worker's :class:`SummaryShelf` for the session's next turn, which
+takes it up only if its context is the one it was kept from; one no turn takes is dropped
+``summary_timeout_seconds`` after it was written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from ..messages import Message
 from ..summary import CompactSummary
+from ..workspace import in_portal
 from ._cut import CutItem, choose_cut, valid_boundaries
 from ._port import ContextPort
 from ._summary_writer import SummaryResult, SummaryWriter
 from ._tally import PromptCount
 from ._window_size import Window
 
-__all__ = ["AHEAD_SHARE", "AheadStats", "SummaryAhead"]
+__all__ = ["AHEAD_SHARE", "AheadStats", "KeptSummary", "SummaryAhead", "SummaryShelf"]
 
 logger = logging.getLogger("agentscope_context_ext")
 
@@ -101,6 +105,35 @@ class _Task:
     """Their views, to fold beside it when it arrives."""
     pending_file: str | None = None
     """Where the messages it covers were saved before the model saw them (design §4.4)."""
+
+
+@dataclass
+class KeptSummary:
+    """A served turn's summary written ahead, taken out of its pipeline at the turn's end
+    (:meth:`SummaryAhead.keep`) for the session's next turn (:meth:`SummaryAhead.adopt`)."""
+
+    job: _Task | None
+    """The summary being written (or answered), if any."""
+    upgrade: tuple[str | None, CompactSummary] | None
+    """A late model summary held to replace the summary in place, if any."""
+    failures: int
+    """The summary model's failures in a row."""
+    ids: tuple[str, ...]
+    """The messages in the context when it was kept, oldest first."""
+    summary: str | None
+    """The summary in place then, rendered."""
+    timeout: float
+    """How long it waits for the next turn once written (``summary_timeout_seconds``)."""
+    discard: Discard
+    """Deletes its pending file."""
+
+    def drop(self) -> None:
+        """No turn takes it: the task cancelled (its call closed), its pending file deleted."""
+        job, self.job, self.upgrade = self.job, None, None
+        if job is not None:
+            _stop(job.task)
+            if job.pending_file is not None:
+                self.discard(job.pending_file)
 
 
 class SummaryAhead:
@@ -356,17 +389,47 @@ class SummaryAhead:
     def drop(self) -> None:
         """Forget a finished result unused, or cancel a running task (its call is closed)."""
         job = self._end(dropped=True)
-        if job is None:
-            return
-        task = job.task
-        if not task.done():
-            if task.get_loop() is _running_loop() or not task.get_loop().is_closed():
-                task.cancel()
-            return
-        if not task.cancelled() and task.exception() is None:
-            self.stats.unused_answer_tokens += task.result().answer_tokens
+        if job is not None:
+            self.stats.unused_answer_tokens += _stop(job.task)
 
     cancel = drop
+
+    def keep(self) -> KeptSummary | None:
+        """The summary written ahead taken out, not cancelled, for the next turn of a served
+        session (``None``: there is none, or its task is another event loop's)."""
+        if self._job is not None and self._job.task.get_loop() is not _running_loop():
+            self.drop()
+        job, upgrade = self._job, self._upgrade
+        if job is None and upgrade is None:
+            return None
+        self._job, self._upgrade = None, None
+        return KeptSummary(
+            job,
+            upgrade,
+            self.failures,
+            tuple(self.port.message_ids()),
+            _key(self.port.summary),
+            self.writer.timeout,
+            self.discard,
+        )
+
+    def adopt(self, kept: KeptSummary) -> bool:
+        """Take up the summary the session's last turn kept, when this context is the one it
+        was kept from: the same summary in place, the same messages first (more may follow).
+        Else it is dropped: a summary is never used on a context it was not written for (a
+        turn served by another worker in between, a session changed outside the service)."""
+        ids = tuple(self.port.message_ids())
+        if (
+            self.active
+            or self._upgrade is not None
+            or kept.summary != _key(self.port.summary)
+            or ids[: len(kept.ids)] != kept.ids
+        ):
+            kept.drop()
+            return False
+        self._job, self._upgrade, self.failures = kept.job, kept.upgrade, kept.failures
+        kept.job, kept.upgrade = None, None
+        return True
 
     def _end(self, dropped: bool = False) -> _Task | None:
         """Forget the job (counted ``dropped`` when unused), its pending file deleted."""
@@ -383,6 +446,81 @@ class SummaryAhead:
         self.drop()
         if job is not None and not job.task.done() and job.task.get_loop() is _running_loop():
             await asyncio.wait({job.task})
+
+
+class SummaryShelf:
+    """The summaries written ahead that one served worker keeps between the turns of its
+    sessions, one per session (``key``): a served agent is rebuilt every turn, and a summary
+    slower than a turn would never be used if each turn's end cancelled it. One kept is
+    dropped (its task cancelled, its pending file deleted) when the session's next turn does
+    not take it within its ``timeout`` of being written (or kept, if later); one whose task its
+    event loop cancelled (the worker stopping) is forgotten, its pending file left to
+    ``DialogStore.sweep_pending``."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Hashable, KeptSummary] = {}
+        self._timers: dict[Hashable, asyncio.TimerHandle] = {}
+        self._dropping: set[asyncio.Future] = set()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def put(self, key: Hashable, kept: KeptSummary) -> None:
+        """Keep ``kept`` for the next turn of session ``key`` (one kept before is dropped)."""
+        older = self.take(key)
+        if older is not None:
+            older.drop()
+        if _running_loop() is None:
+            kept.drop()
+            return
+        self._kept[key] = kept
+        job = kept.job
+        if job is not None and not job.task.done():
+            job.task.add_done_callback(lambda _: self._written(key, kept))
+        else:
+            self._written(key, kept)
+
+    def take(self, key: Hashable) -> KeptSummary | None:
+        """The summary kept for session ``key``, off the shelf (``None``: none)."""
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        return self._kept.pop(key, None)
+
+    def _written(self, key: Hashable, kept: KeptSummary) -> None:
+        """``kept``'s task ended: it waits its timeout for the next turn from now."""
+        if self._kept.get(key) is not kept:
+            return
+        job = kept.job
+        if job is not None and job.task.cancelled():  # its loop ends: nothing can use it
+            self.take(key)
+            return
+        loop = job.task.get_loop() if job is not None else asyncio.get_running_loop()
+        self._timers[key] = loop.call_later(kept.timeout, self._expire, key, kept)
+
+    def _expire(self, key: Hashable, kept: KeptSummary) -> None:
+        if self._kept.get(key) is kept:
+            self.take(key)
+            # its pending file is deleted through the store, which must not block the loop
+            dropping = asyncio.ensure_future(in_portal(_dropped(kept)))
+            self._dropping.add(dropping)
+            dropping.add_done_callback(self._dropping.discard)
+
+
+async def _dropped(kept: KeptSummary) -> None:
+    kept.drop()
+
+
+def _stop(task: asyncio.Task[SummaryResult]) -> int:
+    """Cancel ``task`` if it runs (its call is closed); the tokens of its answer when it
+    answered (written for nothing)."""
+    if not task.done():
+        if task.get_loop() is _running_loop() or not task.get_loop().is_closed():
+            task.cancel()
+        return 0
+    if not task.cancelled() and task.exception() is None:
+        return task.result().answer_tokens
+    return 0
 
 
 def _key(summary: CompactSummary | None) -> str | None:
