@@ -6,7 +6,9 @@ only applies the snapshot's normalisation, so that both runs differ by the middl
 
 The middleware goes in the way a user puts it in: last in ``middlewares``, its offloader as the
 agent's when the agent has none, a fresh workspace per agent, every other setting the default
-(the window is the model's ``context_size``, as for any agent).
+(the window is the model's ``context_size``, as for any agent). ``ACE_INJECT_DEFAULTS=1``:
+``ContextMiddleware()`` as it comes, every agent sharing the default workspace in the folder
+the tests run in.
 
 ``ACE_DROP_NONE_BLOCK_END_TEXT=1``: AgentScope 2.0.11 added ``TextBlockEndEvent.text`` (``None``
 unless a voice reply was cut); a source snapshot older than the installed release expects the
@@ -35,9 +37,12 @@ def _inject() -> None:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         middlewares = list(kwargs.get("middlewares") or [])
         if not any(isinstance(mw, ContextMiddleware) for mw in middlewares):
-            context = ContextMiddleware(
-                {"workspace": tempfile.mkdtemp(dir=_ROOT)}, print_notices=False
-            )
+            if os.environ.get("ACE_INJECT_DEFAULTS") == "1":
+                context = ContextMiddleware()  # the defaults: one workspace in the folder
+            else:
+                context = ContextMiddleware(
+                    {"workspace": tempfile.mkdtemp(dir=_ROOT)}, print_notices=False
+                )
             kwargs["middlewares"] = [*middlewares, context]
             if kwargs.get("offloader") is None:
                 kwargs["offloader"] = context.offloader
