@@ -142,9 +142,13 @@ class ConsolidationScheduler:
     def start(self) -> asyncio.Task:
         """Start the background loop in the running event loop."""
         if self._task is None or self._task.done():
-            # in a portal: its workspace calls wait on the loop (design §2.3)
-            self._task = asyncio.get_running_loop().create_task(in_portal(self._loop()))
+            self._task = asyncio.get_running_loop().create_task(self._in_portal())
         return self._task
+
+    async def _in_portal(self) -> None:
+        # in a portal: its workspace calls wait on the loop (design §2.3); the loop's coroutine
+        # is made only once the task runs (one stopped before that leaves none unawaited)
+        await in_portal(self._loop())
 
     def stop(self) -> None:
         """Cancel the background loop."""
