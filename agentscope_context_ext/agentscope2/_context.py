@@ -90,6 +90,8 @@ class StatePort:
         self._pending: list[str] = []
         self._touched: dict[str, int] = {}
         self._summary: CompactSummary | None = None
+        self._sendable: dict[int, tuple[Msg, int, Any]] = {}
+        """Message id -> (the message, how many of its blocks were made sendable, the last)."""
         self._in_step = False
         self._settled: tuple | None = None
 
@@ -342,7 +344,27 @@ class StatePort:
         """Replace the lone surrogates of the context's texts (a user's message, a model's
         answer: :func:`make_sendable`), so that 2.x can send them and save its state; a
         message changed counts as changed."""
-        changed = [msg for msg in self.agent.state.context if make_sendable(msg)]
+        checked = self._sendable
+        seen: dict[int, tuple[Msg, int, Any]] = {}
+        changed = []
+        for msg in self.agent.state.context:
+            # Only the blocks added since the last look (2.x appends to a reply's message): a
+            # message whose last looked-at block is no longer where it was is looked at again.
+            content = msg.content
+            known = checked.get(id(msg))
+            start = 0
+            if (
+                known is not None
+                and known[0] is msg
+                and 0 < known[1] <= len(content)
+                and content[known[1] - 1] is known[2]
+            ):
+                start = known[1]
+            if start < len(content) and make_sendable(msg, start):
+                changed.append(msg)
+            if content:
+                seen[id(msg)] = (msg, len(content), content[-1])
+        self._sendable = seen
         if changed:
             self.touch_messages(changed)
 

@@ -241,13 +241,13 @@ def _is_clean(output: Any) -> bool:
 _TEXT_FIELDS = {TextBlock: "text", ThinkingBlock: "thinking", ToolCallBlock: "input"}
 
 
-def make_sendable(msg: Msg) -> bool:
+def make_sendable(msg: Msg, start: int = 0) -> bool:
     """Replace the lone surrogates of ``msg``'s texts, thinking, hints and tool-call arguments
     (a user's text or a model's answer may hold one; its tool results are the stages', which
-    save their bytes first): 2.x cannot send them nor save its state with them. Whether
-    anything changed."""
+    save their bytes first) from block ``start`` on: 2.x cannot send them nor save its state
+    with them. Whether anything changed."""
     changed = False
-    for block in msg.content:
+    for block in msg.content[start:]:
         name = _TEXT_FIELDS.get(type(block))
         if name is not None:
             value = getattr(block, name)

@@ -798,3 +798,23 @@ async def test_a_streamed_output_that_cannot_be_saved_is_shown_and_kept_whole(
     # stage one could not save the whole text, so it did not cut: the held chunks followed
     assert output(block) == lines(1500, "s") == shown[block.id]
     assert deltas == len(range(0, 1500, 40))
+
+
+def test_a_block_added_to_a_message_already_made_sendable_is_made_sendable_too(tmp_path):
+    """The port looks only at blocks added since its last look (2.x appends to a reply's
+    message), and again at a whole message whose last block is no longer the one it saw."""
+    from agentscope.message import AssistantMsg
+
+    context = ContextMiddleware(config(tmp_path))
+    agent = make_agent(ScriptedChatModel(["hi"]), [context])
+    port = context.bind(agent).port
+    msg = AssistantMsg("worker", [TextBlock(text="fine")])
+    agent.state.context.append(msg)
+    port.make_sendable()
+    msg.content.append(TextBlock(text="bad \ud800 byte"))  # appended after the look
+    port.make_sendable()
+    assert msg.content[1].text == "bad \ufffd byte"
+    msg.content[:] = [TextBlock(text="replaced \udfff whole")]  # a new last block
+    port.make_sendable()
+    assert msg.content[0].text == "replaced \ufffd whole"
+    agent.state.model_dump_json()  # saveable
